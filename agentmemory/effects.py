@@ -1,0 +1,75 @@
+"""One implementation, two drivers: client operations are written once as generators that
+yield ``Call`` effects; ``run_sync`` performs them with the sync API and ``run_async`` with the
+``a``-prefixed async twins. This is how every ``*_async`` method stays identical to its sync
+twin without a second copy of the logic (and without ``asyncio.run`` inside sync code).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Generator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Call:
+    """Call ``target.method(*args, **kwargs)`` (sync) or ``target.amethod(...)`` (async)."""
+
+    target: Any
+    method: str
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Gather:
+    """Run several operations, at most ``limit`` at once; the result is their results in order."""
+
+    ops: tuple[Generator[Any, Any, Any], ...]
+    limit: int = 5
+
+
+Op = Generator[Call | Gather, Any, T]
+
+
+def run_sync(op: Op[T]) -> T:
+    """Drive ``op`` with the sync API."""
+    try:
+        effect = next(op)
+        while True:
+            if isinstance(effect, Gather):
+                if effect.limit > 1 and len(effect.ops) > 1:
+                    with ThreadPoolExecutor(max_workers=effect.limit) as pool:
+                        result: Any = list(pool.map(run_sync, effect.ops))
+                else:
+                    result = [run_sync(sub) for sub in effect.ops]
+            else:
+                result = getattr(effect.target, effect.method)(*effect.args, **effect.kwargs)
+            effect = op.send(result)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+
+
+async def run_async(op: Op[T]) -> T:
+    """Drive ``op`` with the async API (``a`` + method name)."""
+    try:
+        effect = next(op)
+        while True:
+            if isinstance(effect, Gather):
+                semaphore = asyncio.Semaphore(max(1, effect.limit))
+
+                async def limited(sub: Op[Any]) -> Any:
+                    async with semaphore:
+                        return await run_async(sub)
+
+                result: Any = list(await asyncio.gather(*(limited(s) for s in effect.ops)))
+            else:
+                method = getattr(effect.target, "a" + effect.method)
+                result = await method(*effect.args, **effect.kwargs)
+            effect = op.send(result)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]

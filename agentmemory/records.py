@@ -1,0 +1,196 @@
+"""The record model: every stored thing is a ``Record``; links join memory-like records.
+
+Records are immutable pydantic models shared by the core, the SPI and every backend.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class RecordType(str, Enum):
+    """What a record is. Threads and summaries are records too, kept out of search by default."""
+
+    MESSAGE = "message"
+    MEMORY = "memory"
+    FACT = "fact"
+    GUIDELINE = "guideline"
+    PREFERENCE = "preference"
+    USER = "user"
+    AGENT = "agent"
+    THREAD = "thread"
+    SUMMARY = "summary"
+
+
+MEMORY_TYPES: frozenset[RecordType] = frozenset(
+    {RecordType.MEMORY, RecordType.FACT, RecordType.GUIDELINE, RecordType.PREFERENCE}
+)
+"""Memory-like types: the only ones that can be linked and carry a lifecycle."""
+
+SEARCHABLE_TYPES: frozenset[RecordType] = MEMORY_TYPES | {
+    RecordType.MESSAGE,
+    RecordType.USER,
+    RecordType.AGENT,
+}
+"""Types that carry a vector and are returned by search."""
+
+TTL_TYPES: frozenset[RecordType] = MEMORY_TYPES | {RecordType.MESSAGE}
+"""Types that may expire (profiles, threads, summaries never do)."""
+
+
+class RecordStatus(str, Enum):
+    """``invalid`` records stay stored as history (superseded, refined, duplicated)."""
+
+    VALID = "valid"
+    INVALID = "invalid"
+
+
+class LinkType(str, Enum):
+    """Relations between memory-like records, stored in the source→target orientation."""
+
+    SUPERSEDES = "supersedes"
+    REFINES = "refines"
+    DUPLICATES = "duplicates"
+    SUPPORTS = "supports"
+    CONTRADICTS = "contradicts"
+
+    @property
+    def opposite(self) -> str:
+        """The name of the relation as seen from the target."""
+        return _OPPOSITES[self]
+
+    @property
+    def is_lifecycle(self) -> bool:
+        """Lifecycle links invalidate their target while they exist."""
+        return self in LIFECYCLE_LINKS
+
+
+_OPPOSITES = {
+    LinkType.SUPERSEDES: "is_superseded_by",
+    LinkType.REFINES: "is_refined_by",
+    LinkType.DUPLICATES: "duplicates",
+    LinkType.SUPPORTS: "is_supported_by",
+    LinkType.CONTRADICTS: "contradicts",
+}
+LIFECYCLE_LINKS: frozenset[LinkType] = frozenset(
+    {LinkType.SUPERSEDES, LinkType.REFINES, LinkType.DUPLICATES}
+)
+
+
+class Record(BaseModel):
+    """One stored row as every backend returns it.
+
+    ``seq`` is the store-wide insertion order (messages are ordered by it); ``expires_at`` is
+    None for records that never expire.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    record_id: str
+    record_type: RecordType
+    content: str
+    user_id: str | None = None
+    agent_id: str | None = None
+    thread_id: str | None = None
+    role: str | None = None
+    seq: int = 0
+    timestamp: datetime
+    created_at: datetime
+    expires_at: datetime | None = None
+    status: RecordStatus = RecordStatus.VALID
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Link(BaseModel):
+    """A directed relation ``source --link_type--> target`` between memory-like records."""
+
+    model_config = ConfigDict(frozen=True)
+
+    link_id: str
+    source_id: str
+    target_id: str
+    link_type: LinkType
+    created_at: datetime
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def opposite_link_type(self) -> str:
+        """The relation read from the target's side."""
+        return self.link_type.opposite
+
+    def relation_from(self, record_id: str) -> str:
+        """The relation name as seen from ``record_id`` (one of the two endpoints)."""
+        return self.link_type.value if record_id == self.source_id else self.opposite_link_type
+
+
+class LinkedResult(BaseModel):
+    """A record reached from a search result through links, with the first link of its path."""
+
+    model_config = ConfigDict(frozen=True)
+
+    relation: str
+    link: Link
+    depth: int
+    record: Record
+
+
+class SearchResult(BaseModel):
+    """One search hit: the record, its vector distance and/or fused score, rendered text."""
+
+    model_config = ConfigDict(frozen=True)
+
+    record: Record
+    distance: float | None = None
+    score: float
+    formatted_content: str
+    linked_results: tuple[LinkedResult, ...] = ()
+
+    @property
+    def content(self) -> str:
+        """The record's raw content."""
+        return self.record.content
+
+    @property
+    def record_type(self) -> RecordType:
+        """The record's type."""
+        return self.record.record_type
+
+
+class ThreadInfo(BaseModel):
+    """A thread as listed: ids, metadata and its persisted extraction settings."""
+
+    model_config = ConfigDict(frozen=True)
+
+    thread_id: str
+    user_id: str | None
+    agent_id: str | None
+    metadata: dict[str, Any]
+    created_at: datetime
+    memory_extraction_config: dict[str, Any] = Field(default_factory=dict)
+
+
+class Profile(BaseModel):
+    """A user or agent profile: free text about the actor, searchable."""
+
+    model_config = ConfigDict(frozen=True)
+
+    actor_id: str
+    actor_type: RecordType
+    information: str
+    metadata: dict[str, Any]
+    created_at: datetime
+
+
+class Summary(BaseModel):
+    """A thread's running summary and topics, and the last message sequence it covers."""
+
+    model_config = ConfigDict(frozen=True)
+
+    content: str
+    topics: tuple[str, ...] = ()
+    last_message_seq: int = 0
+    revision: int = 0

@@ -1,0 +1,247 @@
+"""The in-process reference store: pure Python + numpy, exact search.
+
+It defines the SPI's semantics (the conformance suite compares every backend against it) and
+makes the core testable without a database. Data lives in memory; ``memory://`` selects it.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
+
+import numpy as np
+
+from .errors import Conflict, NotFound
+from .filters import metadata_matches
+from .records import Link, Record
+from .spi import (
+    ANY,
+    Capability,
+    Hit,
+    MemoryStore,
+    Order,
+    RecordFilter,
+    RecordPatch,
+    SchemaPolicy,
+    UNSET,
+    WriteBatch,
+)
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased unicode word tokens: the reference keyword tokenizer."""
+    return _WORD.findall(text.lower())
+
+
+def record_matches(record: Record, flt: RecordFilter) -> bool:
+    """The reference semantics of ``RecordFilter`` for one record."""
+    if flt.record_ids is not None and record.record_id not in flt.record_ids:
+        return False
+    if flt.record_types is not None and record.record_type not in flt.record_types:
+        return False
+    for dim in ("user_id", "agent_id", "thread_id"):
+        want = getattr(flt, dim)
+        if want is not ANY and getattr(record, dim) != want:
+            return False
+    if flt.statuses is not None and record.status not in flt.statuses:
+        return False
+    if flt.alive_at is not None and record.expires_at is not None:
+        if record.expires_at <= flt.alive_at:
+            return False
+    if flt.expired_at is not None:
+        if record.expires_at is None or record.expires_at > flt.expired_at:
+            return False
+    if flt.min_seq is not None and record.seq < flt.min_seq:
+        return False
+    if flt.max_seq is not None and record.seq >= flt.max_seq:
+        return False
+    return metadata_matches(record.metadata, flt.metadata_filter)
+
+
+def apply_patch(record: Record, patch: RecordPatch) -> Record:
+    """The record after ``patch`` (vector excluded; stores keep vectors apart)."""
+    changes: dict[str, object] = {}
+    for name in ("content", "metadata", "status", "timestamp", "expires_at"):
+        value = getattr(patch, name)
+        if value is not UNSET:
+            changes[name] = dict(value) if name == "metadata" else value  # type: ignore[call-overload]
+    return record.model_copy(update=changes)
+
+
+class InMemoryStore(MemoryStore):
+    """Exact, thread-safe, in-memory store; a batch is applied to a copy and swapped in."""
+
+    name = "memory"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.RLock()
+        self._records: dict[str, Record] = {}
+        self._vectors: dict[str, np.ndarray] = {}
+        self._link_rows: dict[str, Link] = {}
+        self._seq = 0
+
+    def capabilities(self) -> frozenset[Capability]:
+        return frozenset({Capability.KEYWORD_SEARCH, Capability.CONCURRENT_WRITERS})
+
+    def _open(self, dimension: int, schema_policy: SchemaPolicy) -> None:
+        with self._lock:
+            if schema_policy is SchemaPolicy.RECREATE:
+                self._records.clear()
+                self._vectors.clear()
+                self._link_rows.clear()
+            elif self._vectors:
+                some = next(iter(self._vectors.values()))
+                if some.shape[0] != dimension:
+                    raise Conflict(f"store holds {some.shape[0]}-d vectors, not {dimension}-d")
+
+    def _close(self) -> None:
+        """Nothing to release; the data stays for a reopen in the same process."""
+
+    def _write(self, batch: WriteBatch) -> list[Record]:
+        with self._lock:
+            records = dict(self._records)
+            vectors = dict(self._vectors)
+            links = dict(self._link_rows)
+            seq = self._seq
+            added: list[Record] = []
+            for item in batch.add:
+                rid = item.record.record_id
+                if rid in records:
+                    raise Conflict(f"record id {rid!r} already exists")
+                seq += 1
+                rec = item.record.model_copy(update={"seq": seq, "metadata": copy.deepcopy(item.record.metadata)})
+                records[rid] = rec
+                if item.vector is not None:
+                    vectors[rid] = _unit(item.vector)
+                added.append(rec)
+            for patch in batch.patch:
+                if patch.record_id not in records:
+                    raise NotFound("record", patch.record_id)
+                records[patch.record_id] = apply_patch(records[patch.record_id], patch)
+                if patch.vector is not UNSET:
+                    if patch.vector is None:
+                        vectors.pop(patch.record_id, None)
+                    else:
+                        vectors[patch.record_id] = _unit(patch.vector)  # type: ignore[arg-type]
+            for link_id in batch.delete_links:
+                if link_id not in links:
+                    raise NotFound("link", link_id)
+                del links[link_id]
+            for link in batch.add_links:
+                for end in (link.source_id, link.target_id):
+                    if end not in records:
+                        raise NotFound("record", end)
+                if link.link_id in links:
+                    raise Conflict(f"link id {link.link_id!r} already exists")
+                pair = {link.source_id, link.target_id}
+                if any({x.source_id, x.target_id} == pair for x in links.values()):
+                    raise Conflict(f"records {link.source_id!r} and {link.target_id!r} are already linked")
+                links[link.link_id] = link
+            for rid in batch.delete:
+                if rid not in records:
+                    raise NotFound("record", rid)
+                del records[rid]
+                vectors.pop(rid, None)
+                for lid in [lid for lid, x in links.items() if rid in (x.source_id, x.target_id)]:
+                    del links[lid]
+            self._records, self._vectors, self._link_rows, self._seq = records, vectors, links, seq
+            return added
+
+    def _matching(self, flt: RecordFilter) -> list[Record]:
+        with self._lock:
+            if flt.record_ids is not None:
+                pool = [self._records[r] for r in flt.record_ids if r in self._records]
+            else:
+                pool = list(self._records.values())
+        return [r for r in pool if record_matches(r, flt)]
+
+    def _query(
+        self, filter: RecordFilter, order: Order, limit: int | None, offset: int
+    ) -> list[Record]:
+        rows = sorted(self._matching(filter), key=lambda r: r.seq, reverse=order is Order.SEQ_DESC)
+        end = None if limit is None else offset + limit
+        return rows[offset:end]
+
+    def _count(self, filter: RecordFilter) -> int:
+        return len(self._matching(filter))
+
+    def _links(
+        self, record_ids: Sequence[str] | None, link_ids: Sequence[str] | None
+    ) -> list[Link]:
+        with self._lock:
+            out = list(self._link_rows.values())
+        if record_ids is not None:
+            wanted = set(record_ids)
+            out = [x for x in out if x.source_id in wanted or x.target_id in wanted]
+        if link_ids is not None:
+            ids = set(link_ids)
+            out = [x for x in out if x.link_id in ids]
+        return sorted(out, key=lambda x: x.link_id)
+
+    def _vector_search(self, vector: np.ndarray, filter: RecordFilter, k: int) -> list[Hit]:
+        with self._lock:
+            vectors = self._vectors
+        pool = [r for r in self._matching(filter) if r.record_id in vectors]
+        if not pool:
+            return []
+        matrix = np.stack([vectors[r.record_id] for r in pool])
+        distances = 1.0 - matrix @ _unit(vector)
+        hits = [Hit(record=r, distance=float(d)) for r, d in zip(pool, distances)]
+        hits.sort(key=lambda h: (round(h.distance or 0.0, 6), h.record.record_id))
+        return hits[:k]
+
+    def _keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
+        terms = set(tokenize(text))
+        with self._lock:
+            corpus = [r for r in self._records.values() if r.record_id in self._vectors]
+        if not terms or not corpus:
+            return []
+        docs = {r.record_id: Counter(tokenize(r.content)) for r in corpus}
+        avg_len = sum(sum(c.values()) for c in docs.values()) / len(docs) or 1.0
+        df = {t: sum(1 for c in docs.values() if t in c) for t in terms}
+        hits = []
+        for rec in corpus:
+            if not record_matches(rec, filter):
+                continue
+            counts = docs[rec.record_id]
+            score = bm25(counts, terms, df, len(docs), avg_len)
+            if score > 0:
+                hits.append(Hit(record=rec, score=score))
+        hits.sort(key=lambda h: (-round(h.score or 0.0, 6), h.record.record_id))
+        return hits[:k]
+
+
+def bm25(
+    counts: Counter[str], terms: set[str], df: dict[str, int], n_docs: int, avg_len: float,
+    k1: float = 1.2, b: float = 0.75,
+) -> float:
+    """Okapi BM25 of one document for a set of query terms."""
+    length = sum(counts.values())
+    score = 0.0
+    for term in terms:
+        tf = counts.get(term, 0)
+        if not tf:
+            continue
+        idf = math.log(1 + (n_docs - df[term] + 0.5) / (df[term] + 0.5))
+        score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg_len))
+    return score
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    arr = np.asarray(vector, dtype=np.float32)
+    return arr / np.float32(np.linalg.norm(arr))
+
+
+def now_utc() -> datetime:
+    """The wall clock in UTC (the default clock of the client)."""
+    from datetime import timezone
+
+    return datetime.now(timezone.utc)

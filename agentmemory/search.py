@@ -1,0 +1,269 @@
+"""The search pipeline over the SPI: candidates → fusion → rerank → cut → linked hops →
+formatting → token budgets. Written once as an effect generator (see ``effects``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from .config import SearchStrategy
+from .effects import Call, Op
+from .embedders import Embedder
+from .errors import InvalidArgument
+from .formatting import format_record
+from .records import MEMORY_TYPES, SEARCHABLE_TYPES, Link, LinkedResult, Record, RecordStatus, RecordType, SearchResult
+from .spi import ANY, Capability, Hit, MemoryStore, RecordFilter, ScopeValue
+from .tokens import estimate_tokens
+from .validation import validate_positive_int, validate_record_type
+
+RRF_K = 60
+MAX_RESULTS_LIMIT = 1000
+Reranker = Callable[[str, list[SearchResult]], list[SearchResult]]
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """A validated search request."""
+
+    query: str
+    filter: RecordFilter
+    max_results: int = 10
+    strategy: SearchStrategy = SearchStrategy.VECTOR
+    num_hops: int = 0
+    max_linked_results: int = 100
+    token_budget: int | None = None
+    soft_token_budget: int | None = None
+    rerankers: tuple[Reranker, ...] = ()
+    reranker_max_candidates: int = 50
+
+
+def scope_value(argument: str, value: str | None, exact: bool | None) -> ScopeValue:
+    """Three-state scope from an id and its exact flag.
+
+    ``exact=None`` (default): equal when an id is given, unconstrained otherwise;
+    ``exact=True``: equal to the id, or absent when the id is None; ``exact=False``: unconstrained.
+    """
+    from .validation import validate_optional_id
+
+    if exact is not None and not isinstance(exact, bool):
+        raise InvalidArgument(f"exact_{argument.removesuffix('_id')}_match", f"must be a bool or None, got {exact!r}")
+    validate_optional_id(argument, value)
+    if exact is False:
+        return ANY
+    if exact is True:
+        return value
+    return ANY if value is None else value
+
+
+def parse_record_types(record_types: Any) -> frozenset[RecordType]:
+    """Validate ``record_types`` (None = every searchable type)."""
+    if record_types is None:
+        return SEARCHABLE_TYPES
+    if isinstance(record_types, (str, RecordType)):
+        record_types = [record_types]
+    try:
+        items = list(record_types)
+    except TypeError:
+        raise InvalidArgument("record_types", f"must be a list of record types, got {record_types!r}") from None
+    if not items:
+        raise InvalidArgument("record_types", "must not be empty")
+    types = frozenset(validate_record_type("record_types", t) for t in items)
+    unsearchable = types - SEARCHABLE_TYPES
+    if unsearchable:
+        names = ", ".join(sorted(t.value for t in unsearchable))
+        raise InvalidArgument("record_types", f"{names} records are not searchable")
+    return types
+
+
+def validate_budget(argument: str, value: Any) -> int | None:
+    """A token budget: None or a positive int (non-positive values disable it)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgument(argument, f"must be an int or None, got {value!r}")
+    return value if value > 0 else None
+
+
+def build_query(
+    query: Any,
+    *,
+    filter: RecordFilter,
+    max_results: Any = 10,
+    strategy: Any = SearchStrategy.VECTOR,
+    num_hops: Any = 0,
+    max_linked_results: Any = 100,
+    token_budget: Any = None,
+    soft_token_budget: Any = None,
+    rerankers: Sequence[Reranker] = (),
+) -> SearchQuery:
+    """Validate every search argument; raise ``InvalidArgument`` naming the bad one."""
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidArgument("query", "must be a non-empty string")
+    from .validation import validate_content
+
+    validate_content("query", query)
+    try:
+        strategy = SearchStrategy(strategy)
+    except ValueError:
+        raise InvalidArgument("strategy", f"must be vector, keyword or hybrid, got {strategy!r}") from None
+    return SearchQuery(
+        query=query,
+        filter=filter,
+        max_results=validate_positive_int("max_results", max_results, maximum=MAX_RESULTS_LIMIT),
+        strategy=strategy,
+        num_hops=validate_positive_int("num_hops", num_hops, minimum=0, maximum=5),
+        max_linked_results=validate_positive_int("max_linked_results", max_linked_results, minimum=0),
+        token_budget=validate_budget("token_budget", token_budget),
+        soft_token_budget=validate_budget("soft_token_budget", soft_token_budget),
+        rerankers=tuple(rerankers),
+    )
+
+
+def search_op(store: MemoryStore, embedder: Embedder, q: SearchQuery) -> Op[list[SearchResult]]:
+    """The whole pipeline as one effect generator."""
+    k = max(q.max_results, q.reranker_max_candidates if q.rerankers else 0)
+    hits: list[Hit]
+    if q.strategy is SearchStrategy.KEYWORD:
+        store.require(Capability.KEYWORD_SEARCH)
+        hits = yield Call(store, "keyword_search", (q.query, q.filter, k))
+        scored = [(h.record, None, float(h.score or 0.0)) for h in hits]
+    else:
+        vectors = yield Call(embedder, "embed", ([q.query],), {"is_query": True})
+        vec_hits: list[Hit] = yield Call(store, "vector_search", (vectors[0], q.filter, k))
+        if q.strategy is SearchStrategy.HYBRID:
+            store.require(Capability.KEYWORD_SEARCH)
+            kw_hits: list[Hit] = yield Call(store, "keyword_search", (q.query, q.filter, k))
+            scored = reciprocal_rank_fusion(vec_hits, kw_hits)
+        else:
+            scored = [(h.record, h.distance, 1.0 - float(h.distance or 0.0)) for h in vec_hits]
+    results = [
+        SearchResult(record=rec, distance=dist, score=score, formatted_content="")
+        for rec, dist, score in scored
+    ]
+    for rerank in q.rerankers:
+        head, tail = results[: q.reranker_max_candidates], results[q.reranker_max_candidates :]
+        known = {r.record.record_id for r in head}
+        reranked = [r for r in rerank(q.query, list(head)) if r.record.record_id in known]
+        results = reranked + tail
+    results = results[: q.max_results]
+    linked: dict[str, list[LinkedResult]] = {}
+    if q.num_hops and q.max_linked_results:
+        roots = [r.record for r in results if r.record.record_type in MEMORY_TYPES]
+        linked = yield from linked_op(store, roots, q.filter, q.num_hops, q.max_linked_results)
+    results = [
+        replace_result(r, tuple(linked.get(r.record.record_id, ()))) for r in results
+    ]
+    return apply_budgets(results, q.token_budget, q.soft_token_budget)
+
+
+def replace_result(result: SearchResult, linked: tuple[LinkedResult, ...]) -> SearchResult:
+    """Attach linked results and render the formatted content."""
+    return result.model_copy(
+        update={"linked_results": linked, "formatted_content": format_record(result.record, linked)}
+    )
+
+
+def reciprocal_rank_fusion(
+    vector_hits: Sequence[Hit], keyword_hits: Sequence[Hit]
+) -> list[tuple[Record, float | None, float]]:
+    """Fuse two rankings: score = Σ 1/(60 + rank); ties by record id."""
+    fused: dict[str, list[Any]] = {}
+    for ranking in (vector_hits, keyword_hits):
+        for rank, hit in enumerate(ranking, start=1):
+            entry = fused.setdefault(hit.record.record_id, [hit.record, None, 0.0])
+            entry[2] += 1.0 / (RRF_K + rank)
+            if hit.distance is not None:
+                entry[1] = hit.distance
+    ordered = sorted(fused.values(), key=lambda e: (-round(e[2], 12), e[0].record_id))
+    return [(e[0], e[1], e[2]) for e in ordered]
+
+
+def apply_budgets(
+    results: list[SearchResult], token_budget: int | None, soft_token_budget: int | None
+) -> list[SearchResult]:
+    """Keep a prefix of ``results``: the hard budget is never crossed (a result that would cross
+    it ends the list); the soft budget keeps the one result that reaches it. Never splits."""
+    kept: list[SearchResult] = []
+    used = 0
+    for result in results:
+        cost = estimate_tokens(result.formatted_content)
+        if token_budget is not None and used + cost > token_budget:
+            break
+        kept.append(result)
+        used += cost
+        if soft_token_budget is not None and used >= soft_token_budget:
+            break
+    return kept
+
+
+def linked_op(
+    store: MemoryStore,
+    roots: Sequence[Record],
+    flt: RecordFilter,
+    num_hops: int,
+    cap: int,
+) -> Op[dict[str, list[LinkedResult]]]:
+    """Breadth-first hops from each root over links in both directions (shortest path wins,
+    no cycles); every reached record must pass ``flt`` (scope, expiry, metadata); invalid ones
+    are kept as history regardless of the status filter, which applies to top-level results."""
+    if not roots:
+        return {}
+    reach_filter = replace(flt, statuses=None, record_types=flt.record_types & MEMORY_TYPES if flt.record_types else MEMORY_TYPES, record_ids=None)
+    # frontier per root: record id -> (depth, first link)
+    paths: dict[str, dict[str, tuple[int, Link]]] = {r.record_id: {} for r in roots}
+    frontier: dict[str, set[str]] = {r.record_id: {r.record_id} for r in roots}
+    for depth in range(1, num_hops + 1):
+        wanted = sorted(set().union(*frontier.values()))
+        if not wanted:
+            break
+        links: list[Link] = yield Call(store, "links", (), {"record_ids": wanted})
+        by_end: dict[str, list[Link]] = {}
+        for link in links:
+            by_end.setdefault(link.source_id, []).append(link)
+            by_end.setdefault(link.target_id, []).append(link)
+        candidates: dict[str, set[str]] = {}
+        for root, ids in frontier.items():
+            for node in ids:
+                for link in sorted(by_end.get(node, ()), key=lambda x: (x.created_at, x.link_id)):
+                    other = link.target_id if link.source_id == node else link.source_id
+                    if other == root or other in paths[root]:
+                        continue
+                    first = link if depth == 1 else paths[root][node][1]
+                    paths[root][other] = (depth, first)
+                    candidates.setdefault(root, set()).add(other)
+        frontier = {root: candidates.get(root, set()) for root in frontier}
+    reached_ids = sorted({rid for p in paths.values() for rid in p})
+    if not reached_ids:
+        return {}
+    visible: list[Record] = yield Call(store, "query", (replace(reach_filter, record_ids=tuple(reached_ids)),))
+    by_id = {r.record_id: r for r in visible}
+    out: dict[str, list[LinkedResult]] = {}
+    for root, reached in paths.items():
+        items = [
+            LinkedResult(
+                relation=link.relation_from(root),
+                link=link,
+                depth=depth,
+                record=by_id[rid],
+            )
+            for rid, (depth, link) in reached.items()
+            if rid in by_id
+        ]
+        items.sort(key=lambda x: (x.depth, x.record.created_at, x.record.record_id))
+        if items:
+            out[root] = items[:cap]
+    return out
+
+
+def statuses_for(include_invalid_results: Any) -> frozenset[RecordStatus] | None:
+    """The status filter for ``include_invalid_results``."""
+    if not isinstance(include_invalid_results, bool):
+        raise InvalidArgument("include_invalid_results", f"must be a bool, got {include_invalid_results!r}")
+    return None if include_invalid_results else frozenset({RecordStatus.VALID})
+
+
+def alive(now: datetime, **kwargs: Any) -> RecordFilter:
+    """A filter that hides expired records at ``now``."""
+    return RecordFilter(alive_at=now, **kwargs)

@@ -1,0 +1,499 @@
+"""The store SPI: the small set of operations a backend implements.
+
+Everything derivable (threads, profiles, summaries, link lifecycle, TTL rules, hops, fusion,
+budgets, the card) lives in the core on top of these operations, so it cannot drift between
+backends. A backend subclasses ``MemoryStore`` and implements the ``_``-prefixed methods; the
+public methods validate arguments once, here, for every backend. Async twins default to running
+the sync implementation in a worker thread; a backend with a native async driver overrides the
+``_a*`` methods.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+from typing import Any, Final
+
+import numpy as np
+
+from .errors import BackendUnavailable, CapabilityNotSupported, InvalidArgument
+from .records import Link, Record, RecordStatus, RecordType
+from .validation import validate_filter, validate_link, validate_new_record, validate_patch
+
+SPEC_VERSION: Final = "1.0"
+"""The version of this SPI and of the conformance suite that checks it."""
+
+
+class Capability(str, Enum):
+    """Optional abilities a backend declares. Undeclared ones raise ``CapabilityNotSupported``."""
+
+    KEYWORD_SEARCH = "keyword_search"
+    PERSISTENCE = "persistence"
+    APPROXIMATE_SEARCH = "approximate_search"
+    CONCURRENT_WRITERS = "concurrent_writers"
+
+
+class SchemaPolicy(str, Enum):
+    """What ``open`` may do to the storage schema."""
+
+    REQUIRE_EXISTING = "require_existing"
+    CREATE_IF_NECESSARY = "create_if_necessary"
+    RECREATE = "recreate"
+
+
+class Order(str, Enum):
+    """Result order of ``query``: by store sequence number, ties impossible."""
+
+    SEQ_ASC = "seq_asc"
+    SEQ_DESC = "seq_desc"
+
+
+class _Any:
+    """Sentinel type for an unconstrained scope dimension."""
+
+    _instance: _Any | None = None
+
+    def __new__(cls) -> _Any:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "ANY"
+
+    def __reduce__(self) -> str:
+        return "ANY"
+
+
+ANY: Final = _Any()
+"""Scope value meaning "any value, including absent"; ``None`` means "must be absent"."""
+
+ScopeValue = str | None | _Any
+
+
+class _Unset:
+    """Sentinel type for a patch field that is left unchanged."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Final = _Unset()
+
+
+@dataclass(frozen=True)
+class RecordFilter:
+    """Which records a read sees. All given conditions are ANDed.
+
+    Scope dimensions take ``ANY`` (unconstrained), a string (equal) or ``None`` (absent).
+    ``alive_at`` hides records whose ``expires_at`` is at or before it; ``expired_at`` selects
+    only those (for purging). ``min_seq`` is inclusive, ``max_seq`` exclusive.
+    """
+
+    record_ids: tuple[str, ...] | None = None
+    record_types: frozenset[RecordType] | None = None
+    user_id: ScopeValue = ANY
+    agent_id: ScopeValue = ANY
+    thread_id: ScopeValue = ANY
+    statuses: frozenset[RecordStatus] | None = None
+    metadata_filter: Mapping[str, Any] | None = None
+    alive_at: datetime | None = None
+    expired_at: datetime | None = None
+    min_seq: int | None = None
+    max_seq: int | None = None
+
+
+@dataclass(frozen=True)
+class NewRecord:
+    """A record to add and its embedding (None for records that are not vector-searchable).
+
+    The store assigns ``seq``; the value in ``record`` is ignored.
+    """
+
+    record: Record
+    vector: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class RecordPatch:
+    """A partial update of one record; ``UNSET`` fields stay as they are."""
+
+    record_id: str
+    content: str | _Unset = UNSET
+    metadata: Mapping[str, Any] | _Unset = UNSET
+    status: RecordStatus | _Unset = UNSET
+    timestamp: datetime | _Unset = UNSET
+    expires_at: datetime | None | _Unset = UNSET
+    vector: np.ndarray | None | _Unset = UNSET
+
+
+@dataclass(frozen=True)
+class WriteBatch:
+    """Every write is a batch, applied whole or not at all, in this order:
+    adds, patches, link deletes, link adds, record deletes (which also remove their links).
+
+    Adding an existing record id or a link between already-linked records raises ``Conflict``;
+    patching, deleting or linking a missing record raises ``NotFound``.
+    """
+
+    add: Sequence[NewRecord] = ()
+    patch: Sequence[RecordPatch] = ()
+    add_links: Sequence[Link] = ()
+    delete_links: Sequence[str] = ()
+    delete: Sequence[str] = ()
+
+    def is_empty(self) -> bool:
+        """True when the batch changes nothing."""
+        return not (self.add or self.patch or self.add_links or self.delete_links or self.delete)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A search candidate: vector hits carry a cosine ``distance`` (lower is closer), keyword hits
+    a ``score`` (higher is better). Backends return hits ordered best first, ties by record id."""
+
+    record: Record
+    distance: float | None = None
+    score: float | None = None
+
+
+@dataclass
+class StoreInfo:
+    """What a backend reports about itself after ``open``."""
+
+    name: str
+    dimension: int
+    path: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class MemoryStore(ABC):
+    """Base class of every backend. Implement the ``_`` methods; call the public ones."""
+
+    name: str = "abstract"
+    spec_version: str = SPEC_VERSION
+    min_recall_at_10: float = 1.0
+    """The recall@10 against exact search that an approximate backend guarantees."""
+
+    def __init__(self) -> None:
+        self._dimension: int | None = None
+        self._closed = False
+        self._open_lock = threading.Lock()
+
+    @classmethod
+    def from_uri(cls, uri: str) -> MemoryStore:
+        """Build the store from ``<name>://...``. The default accepts only a bare ``name://``;
+        backends with a location (a file, a DSN) override it."""
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(uri)
+        if parts.netloc or parts.path.strip("/") or parts.query:
+            raise InvalidArgument("store", f"backend {cls.name!r} takes no location, got {uri!r}")
+        return cls()
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    @property
+    def dimension(self) -> int:
+        """The vector dimension fixed at ``open``."""
+        if self._dimension is None:
+            raise BackendUnavailable(f"store {self.name!r} is not open")
+        return self._dimension
+
+    @property
+    def is_open(self) -> bool:
+        """True between ``open`` and ``close``."""
+        return self._dimension is not None and not self._closed
+
+    def open(
+        self, *, dimension: int, schema_policy: SchemaPolicy = SchemaPolicy.CREATE_IF_NECESSARY
+    ) -> None:
+        """Open (and per ``schema_policy`` create) the storage for vectors of ``dimension``.
+
+        A store already holding vectors of another dimension raises ``Conflict``. Opening an
+        open store with the same dimension is a no-op.
+        """
+        if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
+            raise InvalidArgument("dimension", f"must be a positive int, got {dimension!r}")
+        schema_policy = SchemaPolicy(schema_policy)
+        with self._open_lock:
+            if self.is_open:
+                if dimension != self._dimension:
+                    from .errors import Conflict
+
+                    raise Conflict(
+                        f"store {self.name!r} is open with dimension {self._dimension}, "
+                        f"not {dimension}"
+                    )
+                return
+            self._open(dimension, schema_policy)
+            self._dimension = dimension
+            self._closed = False
+
+    def close(self) -> None:
+        """Release files and connections. Further calls raise ``BackendUnavailable``."""
+        with self._open_lock:
+            if self._dimension is not None and not self._closed:
+                self._close()
+            self._closed = True
+
+    def capabilities(self) -> frozenset[Capability]:
+        """The optional abilities this instance has (may depend on the live server)."""
+        return frozenset()
+
+    def info(self) -> StoreInfo:
+        """Name, dimension and location, for reports and ``agentmemory plugins``."""
+        return StoreInfo(name=self.name, dimension=self.dimension)
+
+    def require(self, capability: Capability) -> None:
+        """Raise ``CapabilityNotSupported`` unless ``capability`` is declared."""
+        if capability not in self.capabilities():
+            raise CapabilityNotSupported(capability.value, self.name)
+
+    def _check_open(self) -> int:
+        if not self.is_open:
+            raise BackendUnavailable(f"store {self.name!r} is closed or was never opened")
+        assert self._dimension is not None
+        return self._dimension
+
+    # ---- public operations (validated once here) --------------------------------------------
+    def write(self, batch: WriteBatch) -> list[Record]:
+        """Apply ``batch`` atomically; return the added records with their assigned ``seq``."""
+        dim = self._check_open()
+        _validate_batch(batch, dim)
+        if batch.is_empty():
+            return []
+        return self._write(batch)
+
+    def query(
+        self,
+        filter: RecordFilter,
+        *,
+        order: Order = Order.SEQ_ASC,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[Record]:
+        """Records matching ``filter`` in ``order``, after skipping ``offset``, at most ``limit``."""
+        self._check_open()
+        _validate_window(limit, offset)
+        validate_filter(filter)
+        return self._query(filter, Order(order), limit, offset)
+
+    def count(self, filter: RecordFilter) -> int:
+        """How many records match ``filter``."""
+        self._check_open()
+        validate_filter(filter)
+        return self._count(filter)
+
+    def links(
+        self, *, record_ids: Sequence[str] | None = None, link_ids: Sequence[str] | None = None
+    ) -> list[Link]:
+        """Links touching any of ``record_ids`` (either end) and/or with the given ids; all
+        links when both are None. Ordered by link id."""
+        self._check_open()
+        _validate_id_list("record_ids", record_ids)
+        _validate_id_list("link_ids", link_ids)
+        return self._links(record_ids, link_ids)
+
+    def vector_search(self, vector: np.ndarray, filter: RecordFilter, k: int) -> list[Hit]:
+        """The ``k`` records nearest to ``vector`` by cosine distance among those matching
+        ``filter`` and having a vector; best first, ties by record id."""
+        dim = self._check_open()
+        vec = _validate_vector("vector", vector, dim)
+        _validate_k(k)
+        validate_filter(filter)
+        return self._vector_search(vec, filter, k)
+
+    def keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
+        """The ``k`` best BM25-style matches of ``text`` among records matching ``filter``."""
+        self._check_open()
+        self.require(Capability.KEYWORD_SEARCH)
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidArgument("text", "keyword query must be a non-empty string")
+        _validate_k(k)
+        validate_filter(filter)
+        return self._keyword_search(text, filter, k)
+
+    # ---- async twins --------------------------------------------------------------------------
+    async def aopen(
+        self, *, dimension: int, schema_policy: SchemaPolicy = SchemaPolicy.CREATE_IF_NECESSARY
+    ) -> None:
+        """Async ``open``."""
+        await asyncio.to_thread(self.open, dimension=dimension, schema_policy=schema_policy)
+
+    async def aclose(self) -> None:
+        """Async ``close``."""
+        await asyncio.to_thread(self.close)
+
+    async def awrite(self, batch: WriteBatch) -> list[Record]:
+        """Async ``write``."""
+        dim = self._check_open()
+        _validate_batch(batch, dim)
+        if batch.is_empty():
+            return []
+        return await self._awrite(batch)
+
+    async def aquery(
+        self,
+        filter: RecordFilter,
+        *,
+        order: Order = Order.SEQ_ASC,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[Record]:
+        """Async ``query``."""
+        self._check_open()
+        _validate_window(limit, offset)
+        validate_filter(filter)
+        return await self._aquery(filter, Order(order), limit, offset)
+
+    async def acount(self, filter: RecordFilter) -> int:
+        """Async ``count``."""
+        self._check_open()
+        validate_filter(filter)
+        return await self._acount(filter)
+
+    async def alinks(
+        self, *, record_ids: Sequence[str] | None = None, link_ids: Sequence[str] | None = None
+    ) -> list[Link]:
+        """Async ``links``."""
+        self._check_open()
+        _validate_id_list("record_ids", record_ids)
+        _validate_id_list("link_ids", link_ids)
+        return await self._alinks(record_ids, link_ids)
+
+    async def avector_search(self, vector: np.ndarray, filter: RecordFilter, k: int) -> list[Hit]:
+        """Async ``vector_search``."""
+        dim = self._check_open()
+        vec = _validate_vector("vector", vector, dim)
+        _validate_k(k)
+        validate_filter(filter)
+        return await self._avector_search(vec, filter, k)
+
+    async def akeyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
+        """Async ``keyword_search``."""
+        self._check_open()
+        self.require(Capability.KEYWORD_SEARCH)
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidArgument("text", "keyword query must be a non-empty string")
+        _validate_k(k)
+        validate_filter(filter)
+        return await self._akeyword_search(text, filter, k)
+
+    # ---- what a backend implements ----------------------------------------------------------
+    @abstractmethod
+    def _open(self, dimension: int, schema_policy: SchemaPolicy) -> None: ...
+
+    @abstractmethod
+    def _close(self) -> None: ...
+
+    @abstractmethod
+    def _write(self, batch: WriteBatch) -> list[Record]: ...
+
+    @abstractmethod
+    def _query(
+        self, filter: RecordFilter, order: Order, limit: int | None, offset: int
+    ) -> list[Record]: ...
+
+    def _count(self, filter: RecordFilter) -> int:
+        return len(self._query(filter, Order.SEQ_ASC, None, 0))
+
+    @abstractmethod
+    def _links(
+        self, record_ids: Sequence[str] | None, link_ids: Sequence[str] | None
+    ) -> list[Link]: ...
+
+    @abstractmethod
+    def _vector_search(self, vector: np.ndarray, filter: RecordFilter, k: int) -> list[Hit]: ...
+
+    def _keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
+        raise CapabilityNotSupported(Capability.KEYWORD_SEARCH.value, self.name)
+
+    async def _awrite(self, batch: WriteBatch) -> list[Record]:
+        return await asyncio.to_thread(self._write, batch)
+
+    async def _aquery(
+        self, filter: RecordFilter, order: Order, limit: int | None, offset: int
+    ) -> list[Record]:
+        return await asyncio.to_thread(self._query, filter, order, limit, offset)
+
+    async def _acount(self, filter: RecordFilter) -> int:
+        return await asyncio.to_thread(self._count, filter)
+
+    async def _alinks(
+        self, record_ids: Sequence[str] | None, link_ids: Sequence[str] | None
+    ) -> list[Link]:
+        return await asyncio.to_thread(self._links, record_ids, link_ids)
+
+    async def _avector_search(self, vector: np.ndarray, filter: RecordFilter, k: int) -> list[Hit]:
+        return await asyncio.to_thread(self._vector_search, vector, filter, k)
+
+    async def _akeyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
+        return await asyncio.to_thread(self._keyword_search, text, filter, k)
+
+
+# ---- validation shared by the sync and async paths ------------------------------------------
+def _validate_batch(batch: WriteBatch, dimension: int) -> None:
+    if not isinstance(batch, WriteBatch):
+        raise InvalidArgument("batch", f"must be a WriteBatch, got {type(batch).__name__}")
+    seen: set[str] = set()
+    for item in batch.add:
+        if not isinstance(item, NewRecord):
+            raise InvalidArgument("batch.add", f"items must be NewRecord, got {type(item).__name__}")
+        validate_new_record(item.record)
+        if item.record.record_id in seen:
+            raise InvalidArgument("batch.add", f"duplicate record id {item.record.record_id!r}")
+        seen.add(item.record.record_id)
+        if item.vector is not None:
+            _validate_vector(f"vector of {item.record.record_id!r}", item.vector, dimension)
+    for patch in batch.patch:
+        if not isinstance(patch, RecordPatch):
+            raise InvalidArgument("batch.patch", f"items must be RecordPatch, got {patch!r}")
+        validate_patch(patch)
+        if isinstance(patch.vector, np.ndarray):
+            _validate_vector(f"vector of {patch.record_id!r}", patch.vector, dimension)
+    for link in batch.add_links:
+        validate_link(link)
+    _validate_id_list("batch.delete_links", batch.delete_links)
+    _validate_id_list("batch.delete", batch.delete)
+
+
+def _validate_vector(name: str, vector: Any, dimension: int) -> np.ndarray:
+    try:
+        arr = np.asarray(vector, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgument(name, f"not a numeric vector ({exc})") from None
+    if arr.ndim != 1 or arr.shape[0] != dimension:
+        raise InvalidArgument(name, f"expected shape ({dimension},), got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise InvalidArgument(name, "contains NaN or infinity")
+    if not np.any(arr):
+        raise InvalidArgument(name, "is all zeros (cosine distance undefined)")
+    return arr
+
+
+def _validate_k(k: Any) -> None:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1 or k > 10_000:
+        raise InvalidArgument("k", f"must be an int in 1..10000, got {k!r}")
+
+
+def _validate_window(limit: Any, offset: Any) -> None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise InvalidArgument("limit", f"must be None or an int >= 0, got {limit!r}")
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise InvalidArgument("offset", f"must be an int >= 0, got {offset!r}")
+
+
+def _validate_id_list(name: str, ids: Sequence[str] | None) -> None:
+    if ids is None:
+        return
+    if isinstance(ids, str) or not isinstance(ids, Sequence):
+        raise InvalidArgument(name, "must be a list of ids")
+    for value in ids:
+        if not isinstance(value, str) or not value:
+            raise InvalidArgument(name, f"ids must be non-empty strings, got {value!r}")
+

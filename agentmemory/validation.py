@@ -1,0 +1,206 @@
+"""Argument validation shared by the client, the SPI and every backend.
+
+Each check raises ``InvalidArgument`` naming the argument, before anything is written.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .errors import InvalidArgument
+from .filters import validate_metadata_filter
+from .records import Link, LinkType, MEMORY_TYPES, Record, RecordStatus, RecordType
+
+if TYPE_CHECKING:
+    from .spi import RecordFilter, RecordPatch
+
+MAX_ID_CHARS = 128
+MAX_CONTENT_CHARS = 1_000_000
+MAX_METADATA_BYTES = 1_000_000
+RESERVED_ID_PREFIX = "@"
+"""Ids the core makes for threads, profiles and summaries start with this; callers' ids may not."""
+RESERVED_METADATA_KEY = "$agent_memory"
+
+
+def _check_text(argument: str, value: str) -> None:
+    if "\x00" in value:
+        raise InvalidArgument(argument, "contains a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgument(argument, "is not valid unicode (lone surrogate)") from None
+
+
+def validate_id(argument: str, value: Any, *, internal: bool = False) -> str:
+    """A record, thread, user, agent or link id: 1–128 chars, no NUL, no edge whitespace."""
+    if not isinstance(value, str):
+        raise InvalidArgument(argument, f"must be a string, got {type(value).__name__}")
+    if not value:
+        raise InvalidArgument(argument, "must not be empty")
+    if value != value.strip():
+        raise InvalidArgument(argument, "must not start or end with whitespace")
+    if len(value) > MAX_ID_CHARS + (64 if internal else 0):
+        raise InvalidArgument(argument, f"is longer than {MAX_ID_CHARS} characters")
+    if not internal and value.startswith(RESERVED_ID_PREFIX):
+        raise InvalidArgument(argument, f"must not start with {RESERVED_ID_PREFIX!r} (reserved)")
+    _check_text(argument, value)
+    return value
+
+
+def validate_optional_id(argument: str, value: Any) -> str | None:
+    """An id or None."""
+    return None if value is None else validate_id(argument, value)
+
+
+def validate_content(argument: str, value: Any, *, allow_empty: bool = False) -> str:
+    """Record text: a string without NUL, at most 1,000,000 characters, non-blank by default."""
+    if not isinstance(value, str):
+        raise InvalidArgument(argument, f"must be a string, got {type(value).__name__}")
+    if not allow_empty and not value.strip():
+        raise InvalidArgument(argument, "must not be empty or blank")
+    if len(value) > MAX_CONTENT_CHARS:
+        raise InvalidArgument(argument, f"is longer than {MAX_CONTENT_CHARS} characters")
+    _check_text(argument, value)
+    return value
+
+
+def validate_metadata(
+    argument: str, value: Any, *, allow_reserved: bool = False
+) -> dict[str, Any]:
+    """Caller metadata: a JSON object with string keys, no NaN, under 1 MB; ``$`` keys reserved."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidArgument(argument, f"must be a mapping, got {type(value).__name__}")
+    for key in value:
+        if not isinstance(key, str) or not key:
+            raise InvalidArgument(argument, f"keys must be non-empty strings, got {key!r}")
+        _check_text(f"{argument} key", key)
+        if key.startswith("$") and not (allow_reserved and key == RESERVED_METADATA_KEY):
+            raise InvalidArgument(argument, f"key {key!r} is reserved ($-prefixed)")
+    try:
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgument(argument, f"is not plain JSON ({exc})") from None
+    if "\\u0000" in text:
+        raise InvalidArgument(argument, "contains a NUL character")
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_METADATA_BYTES:
+        raise InvalidArgument(argument, f"is larger than {MAX_METADATA_BYTES} bytes as JSON")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgument(argument, "is not valid unicode (lone surrogate)") from None
+    return json.loads(text)
+
+
+def validate_record_type(argument: str, value: Any) -> RecordType:
+    """A ``RecordType`` or its string value."""
+    try:
+        return RecordType(value)
+    except ValueError:
+        known = ", ".join(t.value for t in RecordType)
+        raise InvalidArgument(argument, f"unknown record type {value!r}; known: {known}") from None
+
+
+def validate_memory_type(argument: str, value: Any) -> RecordType:
+    """One of memory, fact, guideline, preference."""
+    rtype = validate_record_type(argument, value)
+    if rtype not in MEMORY_TYPES:
+        known = ", ".join(sorted(t.value for t in MEMORY_TYPES))
+        raise InvalidArgument(argument, f"must be a memory type ({known}), got {rtype.value!r}")
+    return rtype
+
+
+def validate_link_type(argument: str, value: Any) -> LinkType:
+    """A ``LinkType`` or its string value."""
+    try:
+        return LinkType(value)
+    except ValueError:
+        known = ", ".join(t.value for t in LinkType)
+        raise InvalidArgument(argument, f"unknown link type {value!r}; known: {known}") from None
+
+
+def validate_status(argument: str, value: Any) -> RecordStatus:
+    """``valid`` or ``invalid``."""
+    try:
+        return RecordStatus(value)
+    except ValueError:
+        raise InvalidArgument(argument, f"must be 'valid' or 'invalid', got {value!r}") from None
+
+
+def validate_new_record(record: Any) -> None:
+    """The SPI-level check of a record about to be added."""
+    if not isinstance(record, Record):
+        raise InvalidArgument("record", f"must be a Record, got {type(record).__name__}")
+    validate_id("record_id", record.record_id, internal=True)
+    allow_empty = record.record_type in (RecordType.THREAD, RecordType.SUMMARY)
+    validate_content("content", record.content, allow_empty=allow_empty)
+    for dim in ("user_id", "agent_id", "thread_id"):
+        value = getattr(record, dim)
+        if value is not None:
+            validate_id(dim, value)
+    validate_metadata("metadata", record.metadata, allow_reserved=True)
+    if record.role is not None:
+        validate_content("role", record.role)
+
+
+def validate_patch(patch: RecordPatch) -> None:
+    """The SPI-level check of a record patch."""
+    validate_id("record_id", patch.record_id, internal=True)
+    if isinstance(patch.content, str):
+        validate_content("content", patch.content)
+    if isinstance(patch.metadata, Mapping):
+        validate_metadata("metadata", patch.metadata, allow_reserved=True)
+
+
+def validate_link(link: Any) -> None:
+    """The SPI-level check of a link about to be added."""
+    if not isinstance(link, Link):
+        raise InvalidArgument("link", f"must be a Link, got {type(link).__name__}")
+    validate_id("link_id", link.link_id, internal=True)
+    validate_id("source_id", link.source_id)
+    validate_id("target_id", link.target_id)
+    if link.source_id == link.target_id:
+        raise InvalidArgument("target_id", "a record cannot be linked to itself")
+    validate_metadata("link metadata", link.metadata)
+
+
+def validate_filter(flt: RecordFilter) -> None:
+    """The SPI-level check of a read filter."""
+    from .spi import ANY, RecordFilter
+
+    if not isinstance(flt, RecordFilter):
+        raise InvalidArgument("filter", f"must be a RecordFilter, got {type(flt).__name__}")
+    for dim in ("user_id", "agent_id", "thread_id"):
+        value = getattr(flt, dim)
+        if value is not ANY and value is not None:
+            validate_id(dim, value)
+    if flt.record_ids is not None:
+        for rid in flt.record_ids:
+            validate_id("record_ids", rid, internal=True)
+    if flt.metadata_filter is not None:
+        validate_metadata_filter(flt.metadata_filter)
+
+
+def validate_positive_int(argument: str, value: Any, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """An int (not bool) within bounds."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgument(argument, f"must be an int, got {type(value).__name__}")
+    if value < minimum or (maximum is not None and value > maximum):
+        bound = f"{minimum}..{maximum}" if maximum is not None else f">= {minimum}"
+        raise InvalidArgument(argument, f"must be {bound}, got {value}")
+    return value
+
+
+def validate_ttl_days(argument: str, value: Any) -> float | None:
+    """A positive finite number of days, or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidArgument(argument, f"must be a positive number of days, got {value!r}")
+    if value <= 0:
+        raise InvalidArgument(argument, f"must be > 0, got {value}")
+    return float(value)
