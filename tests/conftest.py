@@ -84,8 +84,14 @@ def wrap(value: Any, mode: str) -> Any:
     return value
 
 
+NO_INTELLIGENCE = {"extract_memories": False, "enable_context_summary": False}
+"""Client config of the core tests: no extraction or summaries, so only explicit writes happen."""
+
+
 def make_memory(clock: FakeClock | None = None, **kwargs: Any) -> AgentMemory:
-    """A fresh client on a fresh reference store."""
+    """A fresh client on a fresh reference store; extraction and summaries are off unless a
+    ``memory_extraction_config`` is given."""
+    kwargs.setdefault("memory_extraction_config", NO_INTELLIGENCE)
     return AgentMemory("memory://", embedder=HashingEmbedder(DIM), clock=clock or FakeClock(), **kwargs)
 
 
