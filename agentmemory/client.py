@@ -6,6 +6,7 @@ method and an ``*_async`` twin (see ``effects``).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -32,7 +33,7 @@ from .records import (
 )
 from .registry import default_embedder, resolve_store
 from .search import Reranker, build_query, parse_record_types, scope_value, search_op, statuses_for
-from .spi import ANY, MemoryStore, NewRecord, Order, RecordFilter, RecordPatch, SchemaPolicy, WriteBatch
+from .spi import ANY, MemoryStore, NewRecord, RecordFilter, RecordPatch, SchemaPolicy, WriteBatch
 from .validation import (
     RESERVED_METADATA_KEY,
     validate_content,
@@ -120,6 +121,8 @@ class AgentMemory:
         clock: Callable[[], datetime] | None = None,
         plugin_manager: PluginManager | None = None,
         rerankers: Sequence[Reranker] = (),
+        extractor: Any = None,
+        card_renderer: Any = "xml",
     ) -> None:
         try:
             policy = SchemaPolicy(schema_policy)
@@ -136,17 +139,45 @@ class AgentMemory:
         self.retention = retention or MemoryRetentionConfig()
         self.clock: Callable[[], datetime] = clock or utc_now
         self.rerankers: tuple[Reranker, ...] = tuple(rerankers)
-        self._write_lock = threading.RLock()
+        self.extractor = extractor
+        """None (LLM extractor with an LLM, rule-based without), a registered name, or an Extractor."""
+        self.card_renderer = card_renderer
+        """A registered card renderer name ("xml", "markdown") or a renderer object."""
+        self._worker: Any = None
+        self._worker_lock = threading.Lock()
         self.store.open(dimension=self.embedder.dimension, schema_policy=policy)
 
     # ---- lifecycle ----------------------------------------------------------------------------
-    def close(self) -> None:
-        """Finish background work and close the store."""
+    def close(self, timeout: float | None = 300.0) -> None:
+        """Finish background extraction (up to ``timeout`` seconds) and close the store."""
+        if self._worker is not None:
+            self._worker.stop(timeout)
+            self._worker = None
         self.store.close()
 
-    async def close_async(self) -> None:
+    async def close_async(self, timeout: float | None = 300.0) -> None:
         """Async ``close``."""
-        await self.store.aclose()
+        await asyncio.to_thread(self.close, timeout)
+
+    def card_renderer_object(self) -> Any:
+        """The configured card renderer (a registered name is built through the plugins)."""
+        if isinstance(self.card_renderer, str):
+            return self.plugins.load("card_renderers", self.card_renderer)()
+        return self.card_renderer
+
+    def extraction_worker(self) -> Any:
+        """The background extraction worker (started on first use)."""
+        from .extraction.pipeline import ExtractionWorker
+
+        with self._worker_lock:
+            if self._worker is None:
+                self._worker = ExtractionWorker(self)
+            return self._worker
+
+    def _after_messages_op(self, thread: Thread, added: list[Record]) -> Op[None]:
+        from .extraction.pipeline import after_messages_op
+
+        yield from after_messages_op(self, thread, added)
 
     def __enter__(self) -> AgentMemory:
         return self
@@ -282,7 +313,7 @@ class AgentMemory:
             added = yield Call(self.store, "write", (WriteBatch(add=[NewRecord(record)]),))
         except Conflict:
             raise Conflict(f"thread {tid!r} already exists") from None
-        return added[0]  # type: ignore[no-any-return]
+        return added[0]
 
     def create_thread(
         self,
@@ -296,8 +327,9 @@ class AgentMemory:
         **config_fields: Any,
     ) -> Thread:
         """Create a thread; extraction settings (config object and/or fields) are persisted."""
+        concurrency = config_fields.pop("context_card_type_search_concurrency", None)
         rec = run_sync(self._create_thread_op(thread_id, user_id, agent_id, metadata, memory_extraction_config, config_fields))
-        return self._handle(rec, llm, None)
+        return self._handle(rec, llm, None, concurrency)
 
     async def create_thread_async(
         self,
@@ -311,31 +343,52 @@ class AgentMemory:
         **config_fields: Any,
     ) -> Thread:
         """Async ``create_thread``."""
+        concurrency = config_fields.pop("context_card_type_search_concurrency", None)
         rec = await run_async(self._create_thread_op(thread_id, user_id, agent_id, metadata, memory_extraction_config, config_fields))
-        return self._handle(rec, llm, None)
+        return self._handle(rec, llm, None, concurrency)
 
-    def _handle(self, rec: Record, llm: Any, overrides: MemoryExtractionConfig | None) -> Thread:
+    def _handle(self, rec: Record, llm: Any, overrides: MemoryExtractionConfig | None, concurrency: Any = None) -> Thread:
         from .thread import Thread
 
-        return Thread(self, rec, llm=llm, overrides=overrides)
+        return Thread(self, rec, llm=llm, overrides=overrides, context_card_type_search_concurrency=concurrency)
 
-    def get_thread(self, thread_id: str, *, llm: Any = None, **live_overrides: Any) -> Thread:
-        """A handle on an existing thread; ``live_overrides`` (config fields) apply to this handle
-        only and are not persisted."""
-        overrides = _merge_config(None, live_overrides)
-        return self._handle(run_sync(self._thread_op(thread_id)), llm, overrides)
+    def get_thread(
+        self,
+        thread_id: str,
+        *,
+        llm: Any = None,
+        memory_extraction_config: MemoryExtractionConfig | Mapping[str, Any] | None = None,
+        **live_overrides: Any,
+    ) -> Thread:
+        """A handle on an existing thread; ``memory_extraction_config`` and config fields given
+        here apply to this handle only and are not persisted."""
+        concurrency = live_overrides.pop("context_card_type_search_concurrency", None)
+        overrides = _merge_config(memory_extraction_config, live_overrides)
+        return self._handle(run_sync(self._thread_op(thread_id)), llm, overrides, concurrency)
 
-    async def get_thread_async(self, thread_id: str, *, llm: Any = None, **live_overrides: Any) -> Thread:
+    async def get_thread_async(
+        self,
+        thread_id: str,
+        *,
+        llm: Any = None,
+        memory_extraction_config: MemoryExtractionConfig | Mapping[str, Any] | None = None,
+        **live_overrides: Any,
+    ) -> Thread:
         """Async ``get_thread``."""
-        overrides = _merge_config(None, live_overrides)
-        return self._handle(await run_async(self._thread_op(thread_id)), llm, overrides)
+        concurrency = live_overrides.pop("context_card_type_search_concurrency", None)
+        overrides = _merge_config(memory_extraction_config, live_overrides)
+        return self._handle(await run_async(self._thread_op(thread_id)), llm, overrides, concurrency)
 
     def _update_thread_op(self, thread_id: str, metadata: Any, config: Any, fields: dict[str, Any]) -> Op[ThreadInfo]:
         rec = yield from self._thread_op(thread_id)
         internal = internal_metadata(rec)
         current = MemoryExtractionConfig.from_any(internal.get("config") or {})
-        if config is not OMITTED:
-            current = MemoryExtractionConfig.from_any(config)
+        if config is None:
+            current = MemoryExtractionConfig()
+        elif config is not OMITTED:
+            given = MemoryExtractionConfig.from_any(config)
+            # fields set explicitly on the given config replace (None clears); others stay
+            current = current.model_copy(update={f: getattr(given, f) for f in given.model_fields_set})
         if fields:
             unknown = sorted(set(fields) - set(MemoryExtractionConfig.model_fields))
             if unknown:
@@ -476,8 +529,8 @@ class AgentMemory:
             raise InvalidArgument("cascade", f"must be a bool, got {cascade!r}")
         ids = [profile_record_id(actor_type, actor_id)]
         if cascade:
-            dim = "user_id" if actor_type is RecordType.USER else "agent_id"
-            rows: list[Record] = yield Call(self.store, "query", (RecordFilter(**{dim: actor_id}),))
+            by_actor = RecordFilter(user_id=actor_id) if actor_type is RecordType.USER else RecordFilter(agent_id=actor_id)
+            rows: list[Record] = yield Call(self.store, "query", (by_actor,))
             ids += [r.record_id for r in rows]
             threads = {r.thread_id for r in rows if r.record_type is RecordType.THREAD and r.thread_id}
             for tid in sorted(threads):  # records of the actor's threads that carry no actor id
@@ -959,8 +1012,15 @@ class AgentMemory:
         return await run_async(self._purge_op())
 
     def wait_for_memory_extraction(self, timeout: float | None = 300.0) -> bool:
-        """Block until background extraction is done; True when nothing is pending."""
-        return True
+        """Block until background extraction is done (True) or ``timeout`` passes (False);
+        re-raises a background failure as ``ModelError``."""
+        if self._worker is None:
+            return True
+        return bool(self._worker.wait(timeout))
+
+    async def wait_for_memory_extraction_async(self, timeout: float | None = 300.0) -> bool:
+        """Async ``wait_for_memory_extraction``."""
+        return await asyncio.to_thread(self.wait_for_memory_extraction, timeout)
 
 
 def _memory_types(memory_types: Any) -> frozenset[RecordType]:

@@ -51,7 +51,7 @@ def run_sync(op: Op[T]) -> T:
                 result = getattr(effect.target, effect.method)(*effect.args, **effect.kwargs)
             effect = op.send(result)
     except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
+        return stop.value
 
 
 async def run_async(op: Op[T]) -> T:
@@ -61,15 +61,15 @@ async def run_async(op: Op[T]) -> T:
         while True:
             if isinstance(effect, Gather):
                 semaphore = asyncio.Semaphore(max(1, effect.limit))
-
-                async def limited(sub: Op[Any]) -> Any:
-                    async with semaphore:
-                        return await run_async(sub)
-
-                result: Any = list(await asyncio.gather(*(limited(s) for s in effect.ops)))
+                result: Any = list(await asyncio.gather(*(_limited(semaphore, s) for s in effect.ops)))
             else:
                 method = getattr(effect.target, "a" + effect.method)
                 result = await method(*effect.args, **effect.kwargs)
             effect = op.send(result)
     except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
+        return stop.value
+
+
+async def _limited(semaphore: asyncio.Semaphore, op: Op[Any]) -> Any:
+    async with semaphore:
+        return await run_async(op)

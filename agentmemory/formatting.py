@@ -11,12 +11,11 @@ from xml.sax.saxutils import escape
 
 from .records import LinkedResult, Record
 
-_ENTITIES = {'"': "&quot;", "'": "&apos;"}
-
 
 def xml_text(text: str) -> str:
-    """Escape ``text`` for an XML element body or attribute."""
-    return escape(text, _ENTITIES)
+    """Escape ``&``, ``<`` and ``>`` so ``text`` cannot open or close a tag (element bodies only;
+    inserted text never goes into attributes)."""
+    return escape(text)
 
 
 def element(tag: str, text: str) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-
 import pluggy
 
 PROJECT = "agentmemory"

@@ -194,3 +194,5 @@ class Summary(BaseModel):
     topics: tuple[str, ...] = ()
     last_message_seq: int = 0
     revision: int = 0
+    """Stored summaries count revisions from 1; 0 = computed now by the LLM, not stored;
+    -1 = the offline extractive fallback (it quotes recent messages verbatim)."""

@@ -21,6 +21,7 @@ from .filters import metadata_matches
 from .records import Link, Record
 from .spi import (
     ANY,
+    UNSET,
     Capability,
     Hit,
     MemoryStore,
@@ -28,7 +29,6 @@ from .spi import (
     RecordFilter,
     RecordPatch,
     SchemaPolicy,
-    UNSET,
     WriteBatch,
 )
 
@@ -71,7 +71,7 @@ def apply_patch(record: Record, patch: RecordPatch) -> Record:
     for name in ("content", "metadata", "status", "timestamp", "expires_at"):
         value = getattr(patch, name)
         if value is not UNSET:
-            changes[name] = dict(value) if name == "metadata" else value  # type: ignore[call-overload]
+            changes[name] = dict(value) if name == "metadata" else value
     return record.model_copy(update=changes)
 
 

@@ -128,7 +128,7 @@ def search_op(store: MemoryStore, embedder: Embedder, q: SearchQuery) -> Op[list
     if q.strategy is SearchStrategy.KEYWORD:
         store.require(Capability.KEYWORD_SEARCH)
         hits = yield Call(store, "keyword_search", (q.query, q.filter, k))
-        scored = [(h.record, None, float(h.score or 0.0)) for h in hits]
+        scored: list[tuple[Record, float | None, float]] = [(h.record, None, float(h.score or 0.0)) for h in hits]
     else:
         vectors = yield Call(embedder, "embed", ([q.query],), {"is_query": True})
         vec_hits: list[Hit] = yield Call(store, "vector_search", (vectors[0], q.filter, k))

@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .card import context_card_op, summary_op
+from .card_model import ContextCard
 from .client import OMITTED, internal_metadata, parse_timestamp, user_metadata
 from .config import MemoryExtractionConfig, ResolvedExtractionConfig
 from .effects import Call, Op, run_async, run_sync
 from .errors import InvalidArgument, NotFound
 from .ids import new_id
-from .records import MEMORY_TYPES, LinkType, Record, RecordStatus, RecordType, SearchResult
+from .records import MEMORY_TYPES, Record, RecordStatus, RecordType, SearchResult, Summary
 from .search import search_op
 from .spi import NewRecord, Order, RecordFilter, WriteBatch
 from .validation import validate_content, validate_id, validate_metadata, validate_positive_int
@@ -76,6 +78,7 @@ class Thread:
         *,
         llm: Any = None,
         overrides: MemoryExtractionConfig | None = None,
+        context_card_type_search_concurrency: int | None = None,
     ) -> None:
         self.client = client
         self.thread_id: str = record.thread_id or ""
@@ -85,6 +88,11 @@ class Thread:
         self.persisted_config = MemoryExtractionConfig.from_any(internal_metadata(record).get("config") or {})
         self.live_overrides = overrides or MemoryExtractionConfig()
         self.llm = llm
+        concurrency = 5 if context_card_type_search_concurrency is None else context_card_type_search_concurrency
+        self.context_card_type_search_concurrency = validate_positive_int(
+            "context_card_type_search_concurrency", concurrency, minimum=1, maximum=64
+        )
+        """How many per-type card searches run at once (this handle only; not persisted)."""
 
     def __repr__(self) -> str:
         return f"Thread(thread_id={self.thread_id!r}, user_id={self.user_id!r}, agent_id={self.agent_id!r})"
@@ -276,5 +284,52 @@ class Thread:
         """Async ``search``."""
         return await run_async(search_op(self.client.store, self.client.embedder, self._search_query(query, options)))
 
+    # ---- summary and context card ---------------------------------------------------------------
+    def get_summary(self, except_last: int = 0, token_budget: int | None = None) -> Summary:
+        """The running summary (stored, or computed for all but the last ``except_last``
+        messages without changing the stored one); ``token_budget`` is a soft cap on the text."""
+        return run_sync(summary_op(self, except_last, token_budget))
 
-__all__ = ["Message", "Thread", "LinkType"]
+    async def get_summary_async(self, except_last: int = 0, token_budget: int | None = None) -> Summary:
+        """Async ``get_summary``."""
+        return await run_async(summary_op(self, except_last, token_budget))
+
+    def get_context_card(
+        self,
+        max_relevant_results: int | None = None,
+        min_relevant_results_by_type: Mapping[str, int] | None = None,
+        max_recent_messages: int = 0,
+        except_last_messages: int = 0,
+        fallback_message_count: int = 5,
+        metadata_filter: Mapping[str, Any] | None = None,
+        include_invalid_results: bool = False,
+        token_budget: int | None = None,
+        soft_token_budget: int | None = None,
+    ) -> ContextCard:
+        """The compact prompt context for this thread (SPEC §6); ``.content`` is the text."""
+        return run_sync(context_card_op(
+            self, max_relevant_results=max_relevant_results, min_relevant_results_by_type=min_relevant_results_by_type,
+            max_recent_messages=max_recent_messages, except_last_messages=except_last_messages,
+            fallback_message_count=fallback_message_count, metadata_filter=metadata_filter,
+            include_invalid_results=include_invalid_results, token_budget=token_budget, soft_token_budget=soft_token_budget,
+        ))
+
+    async def get_context_card_async(
+        self,
+        max_relevant_results: int | None = None,
+        min_relevant_results_by_type: Mapping[str, int] | None = None,
+        max_recent_messages: int = 0,
+        except_last_messages: int = 0,
+        fallback_message_count: int = 5,
+        metadata_filter: Mapping[str, Any] | None = None,
+        include_invalid_results: bool = False,
+        token_budget: int | None = None,
+        soft_token_budget: int | None = None,
+    ) -> ContextCard:
+        """Async ``get_context_card``."""
+        return await run_async(context_card_op(
+            self, max_relevant_results=max_relevant_results, min_relevant_results_by_type=min_relevant_results_by_type,
+            max_recent_messages=max_recent_messages, except_last_messages=except_last_messages,
+            fallback_message_count=fallback_message_count, metadata_filter=metadata_filter,
+            include_invalid_results=include_invalid_results, token_budget=token_budget, soft_token_budget=soft_token_budget,
+        ))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidArgument
 from .filters import validate_metadata_filter
-from .records import Link, LinkType, MEMORY_TYPES, Record, RecordStatus, RecordType
+from .records import MEMORY_TYPES, Link, LinkType, Record, RecordStatus, RecordType
 
 if TYPE_CHECKING:
     from .spi import RecordFilter, RecordPatch

@@ -1,0 +1,276 @@
+"""Building the context card (SPEC §6) and thread summaries (SPEC §4).
+
+Retrieval is driven by three queries — the newest user turn (the question being answered), the
+running summary and the topics — each run as vector and keyword search and fused by reciprocal
+rank. Memory-like records and profiles come from the thread's user/agent across threads;
+messages only from this thread, never from the excluded or rendered tail.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from .card_model import CardParts, ContextCard
+from .effects import Call, Gather, Op
+from .errors import InvalidArgument
+from .extraction.pipeline import stored_summary_op, summarize_op
+from .filters import validate_metadata_filter
+from .records import MEMORY_TYPES, Record, RecordType, SearchResult, Summary
+from .search import RRF_K, apply_budgets, statuses_for, validate_budget
+from .spi import Capability, Hit, Order, RecordFilter
+from .tokens import truncate_to_tokens
+from .validation import validate_positive_int
+
+if TYPE_CHECKING:
+    from .thread import Thread
+
+CARD_TYPES = frozenset({*MEMORY_TYPES, RecordType.MESSAGE})
+"""Keys accepted by ``min_relevant_results_by_type``."""
+MEMORY_SCOPE_TYPES = MEMORY_TYPES | {RecordType.USER, RecordType.AGENT}
+DEFAULT_MAX_RELEVANT = 5
+CONTEXT_CARD_TOKEN_LIMIT = 100_000
+_STOP = set(
+    "the a an and or but if then than that this these those is are was were be been being to of in on at for "
+    "with from by as it its i me my we our you your he she they them their what which who whom how when where why "
+    "can could would should will shall may might must do does did done have has had not no yes so just also very "
+    "about into over after before right now please thanks thank hi hello hey okay ok sure need want like get got "
+    "going make made let know think there here some any all more most other such only own same too again".split()
+)
+
+
+def keyword_topics(texts: Sequence[str], n: int = 5) -> list[str]:
+    """Offline topics: the most frequent content words (and adjacent pairs) of ``texts``."""
+    counts: Counter[str] = Counter()
+    for text in texts:
+        words = [w for w in re.findall(r"[\w'-]+", text.lower()) if len(w) > 3 and w not in _STOP and not w.isdigit()]
+        counts.update(words)
+        counts.update(f"{a} {b}" for a, b in zip(words, words[1:]))
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1] * (1.5 if " " in kv[0] else 1.0), kv[0]))
+    topics: list[str] = []
+    for term, count in ranked:
+        if count < 2 and topics:
+            break
+        if any(term in t or t in term for t in topics):
+            continue
+        topics.append(term)
+        if len(topics) == n:
+            break
+    return topics
+
+
+def extractive_summary(messages: Sequence[Record], limit_chars: int = 220) -> str:
+    """Offline summary: the given messages as ``role: text`` lines, each clipped."""
+    lines = []
+    for msg in messages:
+        text = " ".join(msg.content.split())
+        if len(text) > limit_chars:
+            text = text[: limit_chars - 1] + "…"
+        lines.append(f"{msg.role}: {text}")
+    return "\n".join(lines)
+
+
+def _window_op(thread: Thread, limit: int) -> Op[list[Record]]:
+    flt = thread.client._alive(thread_id=thread.thread_id, record_types=frozenset({RecordType.MESSAGE}))
+    rows: list[Record] = yield Call(thread.client.store, "query", (flt,), {"order": Order.SEQ_DESC, "limit": limit})
+    return rows[::-1]
+
+
+def summary_op(thread: Thread, except_last: Any = 0, token_budget: Any = None, fallback_message_count: int = 5) -> Op[Summary]:
+    """``get_summary``: the stored running summary when it covers the range; else an LLM summary
+    of all but the last ``except_last`` messages (not stored); else an extractive fallback."""
+    except_last = validate_positive_int("except_last", except_last, minimum=0)
+    budget = validate_budget("token_budget", token_budget)
+    summary = yield from _summary_for_range_op(thread, except_last, fallback_message_count)
+    if budget is not None:
+        summary = summary.model_copy(update={"content": truncate_to_tokens(summary.content, budget)})
+    return summary
+
+
+def _summary_for_range_op(thread: Thread, except_last: int, fallback_count: int) -> Op[Summary]:
+    recent = yield from _window_op(thread, except_last + max(fallback_count, 1))
+    derived = recent[: len(recent) - except_last] if except_last else recent
+    if not derived:
+        return Summary(content="")
+    boundary = derived[-1].seq
+    stored = yield from stored_summary_op(thread.client, thread.thread_id)
+    if stored is not None and stored.content.strip() and stored.last_message_seq <= boundary:
+        return stored
+    llm = thread.effective_llm
+    if llm is not None and thread.extraction_config().enable_context_summary:
+        flt = thread.client._alive(thread_id=thread.thread_id, record_types=frozenset({RecordType.MESSAGE}), max_seq=boundary + 1)
+        rows: list[Record] = yield Call(thread.client.store, "query", (flt,))
+        output = yield from summarize_op(llm, "", rows, CONTEXT_CARD_TOKEN_LIMIT)
+        return Summary(content=output.summary, topics=tuple(output.topics[:8]), last_message_seq=boundary)
+    tail = derived[-fallback_count:] if fallback_count > 0 else []
+    return Summary(
+        revision=-1,  # marks an extractive (not model-written) summary
+        content=extractive_summary(tail),
+        topics=tuple(keyword_topics([m.content for m in derived if m.role == "user"])),
+        last_message_seq=boundary,
+    )
+
+
+def _ranked_op(thread: Thread, queries: Sequence[str], flt: RecordFilter, k: int) -> Op[list[Hit]]:
+    """Vector + keyword rankings of every query, fused by reciprocal rank (ties by id)."""
+    client = thread.client
+    store = client.store
+    keyword = Capability.KEYWORD_SEARCH in store.capabilities()
+    vectors = yield Call(client.embedder, "embed", (list(queries),), {"is_query": True})
+    rankings: list[list[Hit]] = []
+    for i, text in enumerate(queries):
+        rankings.append((yield Call(store, "vector_search", (vectors[i], flt, k))))
+        if keyword and text.strip():
+            rankings.append((yield Call(store, "keyword_search", (text, flt, k))))
+    fused: dict[str, list[Any]] = {}
+    for ranking in rankings:
+        for rank, hit in enumerate(ranking, start=1):
+            entry = fused.setdefault(hit.record.record_id, [hit, 0.0])
+            entry[1] += 1.0 / (RRF_K + rank)
+            if entry[0].distance is None and hit.distance is not None:
+                entry[0] = hit
+    ordered = sorted(fused.values(), key=lambda e: (-round(e[1], 12), e[0].record.record_id))
+    return [Hit(record=e[0].record, distance=e[0].distance, score=e[1]) for e in ordered]
+
+
+def _typed_search_op(
+    thread: Thread, queries: Sequence[str], types: frozenset[RecordType], base: RecordFilter,
+    message_max_seq: int | None, k: int,
+) -> Op[list[Hit]]:
+    """Search memory-like/profile types in the user/agent scope and messages in this thread
+    (below ``message_max_seq``), fuse, and rerank each result set separately."""
+    groups = []
+    mem_types = types & MEMORY_SCOPE_TYPES
+    if mem_types:
+        groups.append(replace(base, record_types=mem_types))
+    if RecordType.MESSAGE in types and (message_max_seq is None or message_max_seq > 0):
+        groups.append(replace(base, record_types=frozenset({RecordType.MESSAGE}), thread_id=thread.thread_id, max_seq=message_max_seq))
+    rankings: list[list[Hit]] = []
+    for flt in groups:
+        rankings.append((yield from _ranked_op(thread, queries, flt, k)))
+    if len(rankings) == 1:
+        hits = rankings[0]
+    else:
+        scores: dict[str, list[Any]] = {}
+        for ranking in rankings:
+            for rank, hit in enumerate(ranking, start=1):
+                scores.setdefault(hit.record.record_id, [hit, 0.0])[1] += 1.0 / (RRF_K + rank)
+        hits = [Hit(record=e[0].record, distance=e[0].distance, score=e[1]) for e in sorted(scores.values(), key=lambda e: (-round(e[1], 12), e[0].record.record_id))]
+    results = [SearchResult(record=h.record, distance=h.distance, score=float(h.score or 0.0), formatted_content="") for h in hits]
+    query = queries[0] if queries else ""
+    for rerank in thread.client.rerankers:
+        known = {r.record.record_id for r in results}
+        results = [r for r in rerank(query, results) if r.record.record_id in known]
+    return [Hit(record=r.record, distance=r.distance, score=r.score) for r in results]
+
+
+def validate_card_args(
+    max_relevant_results: Any,
+    min_relevant_results_by_type: Any,
+    max_recent_messages: Any,
+    except_last_messages: Any,
+    fallback_message_count: Any,
+    metadata_filter: Any,
+) -> tuple[int, dict[RecordType, int]]:
+    """Check the card's arguments; returns (effective max relevant, minimums by type)."""
+    mins: dict[RecordType, int] = {}
+    if min_relevant_results_by_type is not None:
+        if not isinstance(min_relevant_results_by_type, Mapping):
+            raise InvalidArgument("min_relevant_results_by_type", "must be a mapping of record type to count")
+        for key, count in min_relevant_results_by_type.items():
+            try:
+                rtype = RecordType(key)
+            except ValueError:
+                rtype = None
+            if rtype not in CARD_TYPES:
+                known = ", ".join(sorted(t.value for t in CARD_TYPES))
+                raise InvalidArgument("min_relevant_results_by_type", f"unsupported key {key!r}; supported: {known}")
+            assert rtype is not None
+            mins[rtype] = validate_positive_int(f"min_relevant_results_by_type[{key!r}]", count, minimum=0)
+    if max_relevant_results is None:
+        limit = max(DEFAULT_MAX_RELEVANT, sum(mins.values()))
+    else:
+        limit = validate_positive_int("max_relevant_results", max_relevant_results, minimum=0, maximum=1000)
+    recent = validate_positive_int("max_recent_messages", max_recent_messages, minimum=0)
+    tail = validate_positive_int("except_last_messages", except_last_messages, minimum=0)
+    validate_positive_int("fallback_message_count", fallback_message_count, minimum=0)
+    if tail and recent not in (0, tail):
+        raise InvalidArgument(
+            "max_recent_messages",
+            f"with except_last_messages={tail} it must be 0 (external tail: append the raw messages "
+            f"after the card) or {tail} (self-contained card), got {recent}",
+        )
+    if metadata_filter is not None:
+        validate_metadata_filter(metadata_filter)
+    return limit, mins
+
+
+def context_card_op(
+    thread: Thread,
+    *,
+    max_relevant_results: Any = None,
+    min_relevant_results_by_type: Any = None,
+    max_recent_messages: Any = 0,
+    except_last_messages: Any = 0,
+    fallback_message_count: Any = 5,
+    metadata_filter: Any = None,
+    include_invalid_results: Any = False,
+    token_budget: Any = None,
+    soft_token_budget: Any = None,
+) -> Op[ContextCard]:
+    """Build and render the card (see module docstring and SPEC §6)."""
+    limit, mins = validate_card_args(
+        max_relevant_results, min_relevant_results_by_type, max_recent_messages,
+        except_last_messages, fallback_message_count, metadata_filter,
+    )
+    budget = validate_budget("token_budget", token_budget)
+    soft = validate_budget("soft_token_budget", soft_token_budget)
+    statuses = statuses_for(include_invalid_results)
+    renderer = thread.client.card_renderer_object()
+    tail_n = int(except_last_messages)
+    recent_n = int(max_recent_messages)
+    window = yield from _window_op(thread, tail_n + max(recent_n, int(fallback_message_count), 1))
+    derived = window[: len(window) - tail_n] if tail_n else window
+    recent_msgs = window[-recent_n:] if recent_n else []
+    summary = yield from _summary_for_range_op(thread, tail_n, int(fallback_message_count))
+    topics = list(summary.topics) or keyword_topics([m.content for m in derived if m.role == "user"])
+    # the question being answered steers retrieval even when it sits in the raw tail; the tail
+    # itself is never summarised or returned as relevant information
+    newest_user = next((m.content for m in reversed(window) if m.role == "user"), "")
+    queries = [q for q in (newest_user, summary.content[:2000], " ".join(topics)) if q.strip()]
+    relevant: list[SearchResult] = []
+    if queries and limit:
+        # messages shown raw (or excluded as the external tail) are never "relevant information"
+        shown = (window[-tail_n:] if tail_n else []) + recent_msgs
+        if summary.revision < 0:  # an extractive summary already quotes its messages verbatim
+            shown += derived[-int(fallback_message_count):] if int(fallback_message_count) else []
+        message_max_seq = min((m.seq for m in shown), default=None)
+        base = thread.client._alive(
+            user_id=thread.user_id, agent_id=thread.agent_id, statuses=statuses, metadata_filter=metadata_filter,
+        )
+        per_type = [
+            _typed_search_op(thread, queries, frozenset({t}), base, message_max_seq, max(n, 1))
+            for t, n in mins.items() if n > 0
+        ]
+        all_types = _typed_search_op(thread, queries, CARD_TYPES | {RecordType.USER}, base, message_max_seq, limit)
+        concurrency = thread.context_card_type_search_concurrency
+        results: list[list[Hit]] = yield Gather(tuple([*per_type, all_types]), limit=concurrency)
+        chosen: dict[str, Hit] = {}
+        for (_type, count), hits in zip([(t, n) for t, n in mins.items() if n > 0], results[:-1]):
+            for hit in hits[:count]:
+                if len(chosen) < limit:
+                    chosen.setdefault(hit.record.record_id, hit)
+        for hit in results[-1]:
+            if len(chosen) >= limit:
+                break
+            chosen.setdefault(hit.record.record_id, hit)
+        relevant = [
+            SearchResult(record=h.record, distance=h.distance, score=float(h.score or 0.0), formatted_content=renderer.item(h.record))
+            for h in chosen.values()
+        ]
+        relevant = apply_budgets(relevant, budget, soft)
+    parts = CardParts(topics=tuple(topics[:8]), summary=summary.content, relevant=tuple(relevant), recent_messages=tuple(recent_msgs))
+    return ContextCard(**parts.model_dump(), content=renderer(parts))

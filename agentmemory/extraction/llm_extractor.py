@@ -1,0 +1,40 @@
+"""The LLM extractor: the production extractor, one structured call per extraction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..effects import Op
+from . import prompts
+from .base import Extractor, structured_op
+from .models import ExtractionContext, ExtractionOutput
+
+
+class LlmExtractor(Extractor):
+    """Prompts the LLM with the window (untrusted), summary and past memories; parses the answer
+    against ``ExtractionOutput``'s schema with retries."""
+
+    name = "llm"
+    uses_llm = True
+
+    def __init__(self, llm: Any, attempts: int = 3) -> None:
+        self.llm = llm
+        self.attempts = attempts
+
+    def extract_op(self, context: ExtractionContext) -> Op[ExtractionOutput]:
+        messages = prompts.extraction_messages(
+            context.messages,
+            context.new_message_ids,
+            context.past_memories,
+            context.summary,
+            context.custom_instructions,
+            context.link_during_extraction,
+            context.token_limit,
+        )
+        output: ExtractionOutput = yield from structured_op(self.llm, messages, ExtractionOutput, self.attempts)
+        return output
+
+    def extract(self, context: ExtractionContext) -> ExtractionOutput:
+        from ..effects import run_sync
+
+        return run_sync(self.extract_op(context))

@@ -1,0 +1,358 @@
+"""The extraction pipeline run after ``add_messages``: schedule → context → extract → write →
+link → summary. Written once as effect generators (sync and async share it); the background
+mode runs the same operation on a worker thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from ..config import MemoryExtractionMode, MemoryLinkExtractionMode, ResolvedExtractionConfig
+from ..effects import Call, Op, run_sync
+from ..errors import AgentMemoryError, InvalidArgument, ModelError
+from ..ids import new_id, summary_record_id
+from ..records import MEMORY_TYPES, Link, LinkType, Record, RecordStatus, RecordType, Summary
+from ..spi import NewRecord, Order, RecordFilter, RecordPatch, WriteBatch
+from ..validation import RESERVED_METADATA_KEY
+from . import prompts
+from .base import Extractor, structured_op
+from .models import ExtractionContext, ExtractionOutput, LinkOutput, SummaryOutput
+
+if TYPE_CHECKING:
+    from ..client import AgentMemory
+    from ..thread import Thread
+
+log = logging.getLogger(__name__)
+PAST_MEMORY_K = 7
+LINK_BATCH = 10
+MESSAGE_TYPES = frozenset({RecordType.MESSAGE})
+
+
+class ExtractionQueueFull(AgentMemoryError):
+    """The background extraction queue stayed full for the whole put timeout."""
+
+
+def thread_state(record: Record) -> dict[str, Any]:
+    """The extraction bookkeeping kept in a thread record."""
+    internal = record.metadata.get(RESERVED_METADATA_KEY) or {}
+    return dict(internal.get("state") or {})
+
+
+def resolve_extractor(client: AgentMemory, llm: Any) -> Extractor:
+    """The client's extractor (name or object); default: the LLM extractor when an LLM is set,
+    else the rule-based one. Both come from the plugin registry."""
+    choice = client.extractor
+    if isinstance(choice, Extractor):
+        return choice
+    name = choice or ("llm" if llm is not None else "rules")
+    factory = client.plugins.load("extractors", name)
+    if name == "llm" or getattr(factory, "uses_llm", False):
+        if llm is None:
+            raise InvalidArgument("extractor", f"extractor {name!r} needs an llm")
+        return factory(llm=llm)
+    return factory()
+
+
+def after_messages_op(client: AgentMemory, thread: Thread, added: list[Record]) -> Op[None]:
+    """Run (or enqueue) extraction and summary updates for newly added messages."""
+    cfg = thread.extraction_config()
+    if not (cfg.extract_memories or cfg.enable_context_summary) or not added:
+        return
+    if cfg.extraction_mode is MemoryExtractionMode.BACKGROUND:
+        client.extraction_worker().submit(thread, cfg)
+        return
+    yield from process_op(client, thread, cfg)
+
+
+def process_op(client: AgentMemory, thread: Thread, cfg: ResolvedExtractionConfig) -> Op[None]:
+    """Extract from messages not yet extracted (per frequency and window) and refresh the summary."""
+    llm = thread.effective_llm
+    rec = yield from client._thread_op(thread.thread_id)
+    state = thread_state(rec)
+    extracted_seq = int(state.get("extracted_seq", 0))
+    summarized_seq = int(state.get("summarized_seq", 0))
+    base = client._alive(thread_id=thread.thread_id, record_types=MESSAGE_TYPES)
+    pending: list[Record] = yield Call(client.store, "query", (replace(base, min_seq=extracted_seq + 1),))
+    changed = False
+    if cfg.extract_memories and pending and _due(len(pending), cfg.memory_extraction_frequency):
+        window = pending
+        if cfg.memory_extraction_window > 0:  # the newest N messages, the new ones marked
+            recent: list[Record] = yield Call(client.store, "query", (base,), {"order": Order.SEQ_DESC, "limit": cfg.memory_extraction_window})
+            window = recent[::-1]
+        yield from extract_op(client, thread, cfg, llm, window, {r.record_id for r in pending})
+        state["extracted_seq"] = pending[-1].seq
+        changed = True
+    if cfg.enable_context_summary and llm is not None:
+        unsummarized: list[Record] = yield Call(client.store, "query", (replace(base, min_seq=summarized_seq + 1),))
+        if unsummarized and _due(len(unsummarized), cfg.context_summary_update_frequency):
+            yield from update_summary_op(client, thread, llm, unsummarized, cfg.memory_extraction_token_limit)
+            state["summarized_seq"] = unsummarized[-1].seq
+            changed = True
+    if changed:
+        yield from _save_state_op(client, thread.thread_id, state)
+
+
+def _due(count: int, frequency: int) -> bool:
+    """-1 (or ≤0): every call; N: once N unprocessed messages have accumulated."""
+    return frequency <= 0 or count >= frequency
+
+
+def _save_state_op(client: AgentMemory, thread_id: str, state: dict[str, Any]) -> Op[None]:
+    rec = yield from client._thread_op(thread_id)
+    meta = dict(rec.metadata)
+    internal = dict(meta.get(RESERVED_METADATA_KEY) or {})
+    internal["state"] = state
+    meta[RESERVED_METADATA_KEY] = internal
+    yield Call(client.store, "write", (WriteBatch(patch=[RecordPatch(rec.record_id, metadata=meta)]),))
+
+
+def past_memories_op(client: AgentMemory, thread: Thread, text: str, k: int = PAST_MEMORY_K, exclude: Sequence[str] = ()) -> Op[list[Record]]:
+    """Valid memories of the thread's user and agent most similar to ``text`` (any thread)."""
+    vectors = yield Call(client.embedder, "embed", ([text[:4000]],), {"is_query": True})
+    flt = client._alive(
+        record_types=MEMORY_TYPES,
+        user_id=thread.user_id,
+        agent_id=thread.agent_id,
+        statuses=frozenset({RecordStatus.VALID}),
+    )
+    hits = yield Call(client.store, "vector_search", (vectors[0], flt, k + len(exclude)))
+    skip = set(exclude)
+    return [h.record for h in hits if h.record.record_id not in skip][:k]
+
+
+def extract_op(
+    client: AgentMemory,
+    thread: Thread,
+    cfg: ResolvedExtractionConfig,
+    llm: Any,
+    window: list[Record],
+    new_ids: set[str],
+) -> Op[list[str]]:
+    """One extraction over ``window``: writes the memories (and slot/during links) in one batch,
+    then links them post-extraction if configured. Returns the new memory ids."""
+    extractor = resolve_extractor(client, llm)
+    summary = yield from stored_summary_op(client, thread.thread_id)
+    new_text = "\n".join(m.content for m in window if m.record_id in new_ids)
+    past = yield from past_memories_op(client, thread, new_text)
+    during = cfg.memory_link_extraction_mode is MemoryLinkExtractionMode.DURING_EXTRACTION and extractor.uses_llm
+    context = ExtractionContext(
+        messages=window,
+        new_message_ids=frozenset(new_ids),
+        past_memories=past,
+        summary=summary.content if summary else "",
+        custom_instructions=cfg.memory_extraction_custom_instructions,
+        link_during_extraction=during,
+        link_custom_instructions=cfg.memory_link_extraction_custom_instructions,
+        token_limit=cfg.memory_extraction_token_limit,
+        user_id=thread.user_id,
+        agent_id=thread.agent_id,
+    )
+    output: ExtractionOutput = yield from extractor.extract_op(context)
+    known = {p.content.strip().lower() for p in past}
+    candidates = [c for c in output.memories if c.content.strip().lower() not in known]
+    if not candidates:
+        return []
+    now = client.now()
+    extraction_id = new_id()
+    records = []
+    for cand in candidates:
+        internal: dict[str, Any] = {"extraction_id": extraction_id, "extractor": extractor.name, "entities": cand.entities}
+        if cand.slot:
+            internal["slot"] = cand.slot
+        if cand.valid_until:
+            internal["valid_until"] = cand.valid_until
+        records.append(
+            Record(
+                record_id=new_id(),
+                record_type=RecordType(cand.type),
+                content=cand.content,
+                user_id=thread.user_id,
+                agent_id=thread.agent_id,
+                thread_id=thread.thread_id,
+                timestamp=now,
+                created_at=now,
+                expires_at=client.expires_at(_omitted(), now, now),
+                metadata={RESERVED_METADATA_KEY: internal},
+            )
+        )
+    vectors = yield Call(client.embedder, "embed", ([r.content for r in records],))
+    past_by_id = {p.record_id: p for p in past}
+    links: list[Link] = []
+    linked_pairs: set[frozenset[str]] = set()
+    if cfg.memory_link_extraction_mode is not MemoryLinkExtractionMode.DISABLED:
+        for rec, cand in zip(records, candidates):
+            proposals = [(lc.target_id, LinkType(lc.link_type)) for lc in cand.links] if during else []
+            if cand.slot:  # single-valued attribute: the new value supersedes the old one
+                proposals += [(p.record_id, LinkType.SUPERSEDES) for p in past if (p.metadata.get(RESERVED_METADATA_KEY) or {}).get("slot") == cand.slot]
+            for target_id, ltype in proposals:
+                pair = frozenset({rec.record_id, target_id})
+                if target_id in past_by_id and pair not in linked_pairs:
+                    linked_pairs.add(pair)
+                    links.append(Link(link_id=new_id(), source_id=rec.record_id, target_id=target_id, link_type=ltype, created_at=now))
+    patches = _invalidations(links, past_by_id)
+    batch = WriteBatch(add=[NewRecord(r, v) for r, v in zip(records, vectors)], patch=patches, add_links=links)
+    yield Call(client.store, "write", (batch,))
+    if cfg.memory_link_extraction_mode is MemoryLinkExtractionMode.POST_EXTRACTION and llm is not None:
+        yield from post_link_op(client, thread, llm, records, cfg, linked_pairs)
+    return [r.record_id for r in records]
+
+
+def _omitted() -> Any:
+    from ..client import OMITTED
+
+    return OMITTED
+
+
+def _invalidations(links: Sequence[Link], targets: dict[str, Record]) -> list[RecordPatch]:
+    patches: dict[str, RecordPatch] = {}
+    for link in links:
+        if link.link_type.is_lifecycle and link.target_id in targets:
+            target = targets[link.target_id]
+            meta = dict(target.metadata)
+            internal = dict(meta.get(RESERVED_METADATA_KEY) or {})
+            internal["invalidation_reason"] = f"{link.link_type.opposite} {link.source_id}"
+            meta[RESERVED_METADATA_KEY] = internal
+            patches[target.record_id] = RecordPatch(target.record_id, status=RecordStatus.INVALID, metadata=meta)
+    return list(patches.values())
+
+
+def post_link_op(
+    client: AgentMemory,
+    thread: Thread,
+    llm: Any,
+    new: list[Record],
+    cfg: ResolvedExtractionConfig,
+    already: set[frozenset[str]],
+) -> Op[None]:
+    """One extra LLM call per batch of new memories: link them to retrieved candidates."""
+    new_ids = {r.record_id for r in new}
+    for start in range(0, len(new), LINK_BATCH):
+        chunk = new[start : start + LINK_BATCH]
+        candidates: dict[str, Record] = {}
+        for rec in chunk:
+            found = yield from past_memories_op(client, thread, rec.content, exclude=sorted(new_ids))
+            candidates.update({c.record_id: c for c in found})
+        if not candidates:
+            continue
+        messages = prompts.link_messages(chunk, list(candidates.values()), cfg.memory_link_extraction_custom_instructions, cfg.memory_link_extraction_token_limit)
+        output: LinkOutput = yield from structured_op(llm, messages, LinkOutput)
+        chunk_ids = {r.record_id for r in chunk}
+        now = client.now()
+        links = []
+        for d in output.links:
+            pair = frozenset({d.source_id, d.target_id})
+            if d.source_id in chunk_ids and d.target_id in candidates and pair not in already:
+                already.add(pair)
+                links.append(Link(link_id=new_id(), source_id=d.source_id, target_id=d.target_id, link_type=LinkType(d.link_type), created_at=now))
+        if links:
+            batch = WriteBatch(patch=_invalidations(links, candidates), add_links=links)
+            yield Call(client.store, "write", (batch,))
+
+
+# ---- summaries ---------------------------------------------------------------------------------
+def stored_summary_op(client: AgentMemory, thread_id: str) -> Op[Summary | None]:
+    """The thread's stored running summary, if any."""
+    rows: list[Record] = yield Call(client.store, "query", (RecordFilter(record_ids=(summary_record_id(thread_id),)),))
+    if not rows:
+        return None
+    internal = rows[0].metadata.get(RESERVED_METADATA_KEY) or {}
+    return Summary(
+        content=rows[0].content,
+        topics=tuple(internal.get("topics") or ()),
+        last_message_seq=int(internal.get("last_message_seq", 0)),
+        revision=int(internal.get("revision", 0)),
+    )
+
+
+def summarize_op(llm: Any, previous: str, messages: list[Record], token_limit: int) -> Op[SummaryOutput]:
+    """Ask the LLM for an updated summary and topics."""
+    output: SummaryOutput = yield from structured_op(llm, prompts.summary_messages(previous, messages, token_limit), SummaryOutput)
+    return output
+
+
+def update_summary_op(client: AgentMemory, thread: Thread, llm: Any, messages: list[Record], token_limit: int) -> Op[Summary]:
+    """Fold ``messages`` into the stored summary (created on first use)."""
+    current = yield from stored_summary_op(client, thread.thread_id)
+    output = yield from summarize_op(llm, current.content if current else "", messages, token_limit)
+    summary = Summary(
+        content=output.summary,
+        topics=tuple(t for t in output.topics if t.strip())[:8],
+        last_message_seq=messages[-1].seq,
+        revision=(current.revision + 1) if current else 1,
+    )
+    internal = {"topics": list(summary.topics), "last_message_seq": summary.last_message_seq, "revision": summary.revision}
+    rid = summary_record_id(thread.thread_id)
+    if current is None:
+        now = client.now()
+        rec = Record(
+            record_id=rid, record_type=RecordType.SUMMARY, content=summary.content or " ",
+            user_id=thread.user_id, agent_id=thread.agent_id, thread_id=thread.thread_id,
+            timestamp=now, created_at=now, metadata={RESERVED_METADATA_KEY: internal},
+        )
+        yield Call(client.store, "write", (WriteBatch(add=[NewRecord(rec)]),))
+    else:
+        patch = RecordPatch(rid, content=summary.content or " ", metadata={RESERVED_METADATA_KEY: internal})
+        yield Call(client.store, "write", (WriteBatch(patch=[patch]),))
+    return summary
+
+
+# ---- background mode -------------------------------------------------------------------------
+class ExtractionWorker:
+    """A bounded queue and one daemon thread running extraction jobs in submission order.
+
+    A failed job is logged and kept; ``wait`` re-raises it, so background errors are never lost
+    silently. A full queue blocks ``submit`` up to ``put_timeout_s`` and then raises.
+    """
+
+    def __init__(self, client: AgentMemory, maxsize: int = 128, put_timeout_s: float = 300.0) -> None:
+        self.client = client
+        self.queue: queue.Queue[tuple[Thread, ResolvedExtractionConfig] | None] = queue.Queue(maxsize=maxsize)
+        self.put_timeout_s = put_timeout_s
+        self.errors: list[BaseException] = []
+        self._thread = threading.Thread(target=self._run, name="agentmemory-extraction", daemon=True)
+        self._thread.start()
+
+    def submit(self, thread: Thread, cfg: ResolvedExtractionConfig) -> None:
+        """Enqueue one job."""
+        try:
+            self.queue.put((thread, cfg), timeout=self.put_timeout_s)
+        except queue.Full:
+            raise ExtractionQueueFull(f"extraction queue full for {self.put_timeout_s}s") from None
+
+    def _run(self) -> None:
+        while True:
+            job = self.queue.get()
+            try:
+                if job is None:
+                    return
+                run_sync(process_op(self.client, job[0], job[1]))
+            except BaseException as exc:  # noqa: BLE001 - kept and re-raised by wait()
+                log.error("background extraction failed for thread %s: %s", job[0].thread_id if job else "?", exc)
+                self.errors.append(exc)
+            finally:
+                self.queue.task_done()
+
+    def wait(self, timeout: float | None) -> bool:
+        """Wait until the queue is drained; raise the first background error (then clear)."""
+        done = threading.Event()
+
+        def joiner() -> None:
+            self.queue.join()
+            done.set()
+
+        threading.Thread(target=joiner, daemon=True).start()
+        finished = done.wait(timeout)
+        if self.errors:
+            first, self.errors = self.errors[0], []
+            raise ModelError(f"background extraction failed: {first}") from first
+        return finished
+
+    def stop(self, timeout: float | None) -> None:
+        """Finish queued jobs and end the worker thread."""
+        self.queue.put(None)
+        self._thread.join(timeout)

@@ -1,0 +1,42 @@
+"""The ``Llm`` interface used for extraction, linking and summaries."""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class LlmResult:
+    """A completion: the text, its parsed JSON when a schema was requested, and token usage."""
+
+    text: str
+    json: Any = None
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+class Llm(ABC):
+    """Chat-completion model. ``response_json_schema`` asks for JSON matching the schema; the
+    result's ``json`` then holds the parsed object (validation is the caller's job)."""
+
+    name: str = "llm"
+
+    @abstractmethod
+    def generate(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        response_json_schema: Mapping[str, Any] | None = None,
+    ) -> LlmResult: ...
+
+    async def agenerate(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        response_json_schema: Mapping[str, Any] | None = None,
+    ) -> LlmResult:
+        """Async ``generate`` (a worker thread unless overridden)."""
+        return await asyncio.to_thread(self.generate, messages, response_json_schema=response_json_schema)

@@ -1,0 +1,81 @@
+"""Context-card renderers: the XML-like default and Markdown. A renderer is a callable
+``(parts: CardParts) -> str`` that must escape every inserted string and return "" for an
+empty card."""
+
+from __future__ import annotations
+
+from .card_model import CardParts
+from .formatting import element, xml_text
+from .records import Record
+
+
+def _item_xml(record: Record) -> str:
+    inner = element("timestamp", record.timestamp.isoformat(timespec="seconds"))
+    if record.role:
+        inner += element("role", record.role)
+    if record.status.value != "valid":
+        inner += element("status", record.status.value)
+    inner += element("content", record.content)
+    return f"<{record.record_type.value}>{inner}</{record.record_type.value}>"
+
+
+class XmlCardRenderer:
+    """``<context_card>`` with topics, summary, relevant_information and recent_messages."""
+
+    name = "xml"
+
+    def item(self, record: Record) -> str:
+        """One relevant record as rendered inside the card (used for token budgets too)."""
+        return _item_xml(record)
+
+    def __call__(self, parts: CardParts) -> str:
+        if parts.is_empty():
+            return ""
+        out = ["<context_card>"]
+        if parts.topics:
+            out.append("  <topics>" + "".join(f"<topic>{xml_text(t)}</topic>" for t in parts.topics) + "</topics>")
+        if parts.summary:
+            out.append(f"  <summary>{xml_text(parts.summary)}</summary>")
+        if parts.relevant:
+            out.append("  <relevant_information>")
+            out.extend(f"    {self.item(r.record)}" for r in parts.relevant)
+            out.append("  </relevant_information>")
+        if parts.recent_messages:
+            out.append("  <recent_messages>")
+            out.extend(f"    {_item_xml(m)}" for m in parts.recent_messages)
+            out.append("  </recent_messages>")
+        out.append("</context_card>")
+        return "\n".join(out)
+
+
+def _md(text: str) -> str:
+    """Neutralise Markdown/HTML structure in inserted text (one line, escaped markup)."""
+    flat = " ".join(text.split())
+    for ch in "\\`*_#[]<>|":
+        flat = flat.replace(ch, "\\" + ch)
+    return flat
+
+
+class MarkdownCardRenderer:
+    """A Markdown card for models that follow headings better than tags."""
+
+    name = "markdown"
+
+    def item(self, record: Record) -> str:
+        """One relevant record as a bullet."""
+        role = f" ({record.role})" if record.role else ""
+        return f"- **{record.record_type.value}**{role}: {_md(record.content)}"
+
+    def __call__(self, parts: CardParts) -> str:
+        if parts.is_empty():
+            return ""
+        out = ["## Context card"]
+        if parts.topics:
+            out.append("### Topics\n" + ", ".join(_md(t) for t in parts.topics))
+        if parts.summary:
+            out.append("### Summary\n" + _md(parts.summary))
+        if parts.relevant:
+            out.append("### Relevant information\n" + "\n".join(self.item(r.record) for r in parts.relevant))
+        if parts.recent_messages:
+            out.append("### Recent messages\n" + "\n".join(f"- {m.role}: {_md(m.content)}" for m in parts.recent_messages))
+        return "\n\n".join(out)
