@@ -19,11 +19,11 @@ from .effects import Call, Gather, Op
 from .errors import InvalidArgument
 from .extraction.pipeline import stored_summary_op, summarize_op
 from .filters import validate_metadata_filter
-from .records import MEMORY_TYPES, Record, RecordType, SearchResult, Summary
+from .records import MEMORY_TYPES, Record, RecordStatus, RecordType, SearchResult, Summary
 from .search import RRF_K, apply_budgets, statuses_for, validate_budget
 from .spi import Capability, Hit, Order, RecordFilter
 from .tokens import truncate_to_tokens
-from .validation import validate_positive_int
+from .validation import RESERVED_METADATA_KEY, validate_positive_int
 
 if TYPE_CHECKING:
     from .thread import Thread
@@ -32,6 +32,8 @@ CARD_TYPES = frozenset({*MEMORY_TYPES, RecordType.MESSAGE})
 """Keys accepted by ``min_relevant_results_by_type``."""
 MEMORY_SCOPE_TYPES = MEMORY_TYPES | {RecordType.USER, RecordType.AGENT}
 DEFAULT_MAX_RELEVANT = 5
+MESSAGE_WEIGHT = 0.5
+"""Weight of the message ranking when fused with the memory ranking in the all-types search."""
 CONTEXT_CARD_TOKEN_LIMIT = 100_000
 _STOP = set(
     "the a an and or but if then than that this these those is are was were be been being to of in on at for "
@@ -109,9 +111,26 @@ def _summary_for_range_op(thread: Thread, except_last: int, fallback_count: int)
     return Summary(
         revision=-1,  # marks an extractive (not model-written) summary
         content=extractive_summary(tail),
-        topics=tuple(keyword_topics([m.content for m in derived if m.role == "user"])),
         last_message_seq=boundary,
     )
+
+
+def _offline_topics_op(thread: Thread, derived: Sequence[Record]) -> Op[list[str]]:
+    """Topics without an LLM: entities of this thread's newest valid memories, then frequent
+    words of the user's messages."""
+    flt = thread.client._alive(thread_id=thread.thread_id, record_types=MEMORY_TYPES, statuses=frozenset({RecordStatus.VALID}))
+    memories: list[Record] = yield Call(thread.client.store, "query", (flt,), {"order": Order.SEQ_DESC, "limit": 20})
+    topics: list[str] = []
+    for mem in memories:
+        for entity in (mem.metadata.get(RESERVED_METADATA_KEY) or {}).get("entities") or ():
+            if isinstance(entity, str) and entity.strip() and entity.lower() not in {t.lower() for t in topics}:
+                topics.append(entity.strip()[:60])
+    for word in keyword_topics([m.content for m in derived if m.role == "user"]):
+        if len(topics) >= 6:
+            break
+        if word.lower() not in {t.lower() for t in topics}:
+            topics.append(word)
+    return topics[:8]
 
 
 def _ranked_op(thread: Thread, queries: Sequence[str], flt: RecordFilter, k: int) -> Op[list[Hit]]:
@@ -148,16 +167,18 @@ def _typed_search_op(
         groups.append(replace(base, record_types=mem_types))
     if RecordType.MESSAGE in types and (message_max_seq is None or message_max_seq > 0):
         groups.append(replace(base, record_types=frozenset({RecordType.MESSAGE}), thread_id=thread.thread_id, max_seq=message_max_seq))
-    rankings: list[list[Hit]] = []
+    rankings: list[tuple[float, list[Hit]]] = []
     for flt in groups:
-        rankings.append((yield from _ranked_op(thread, queries, flt, k)))
+        # distilled memories outrank raw messages at equal rank: they are the durable facts
+        weight = MESSAGE_WEIGHT if flt.record_types == frozenset({RecordType.MESSAGE}) else 1.0
+        rankings.append((weight, (yield from _ranked_op(thread, queries, flt, k))))
     if len(rankings) == 1:
-        hits = rankings[0]
+        hits = rankings[0][1]
     else:
         scores: dict[str, list[Any]] = {}
-        for ranking in rankings:
+        for weight, ranking in rankings:
             for rank, hit in enumerate(ranking, start=1):
-                scores.setdefault(hit.record.record_id, [hit, 0.0])[1] += 1.0 / (RRF_K + rank)
+                scores.setdefault(hit.record.record_id, [hit, 0.0])[1] += weight / (RRF_K + rank)
         hits = [Hit(record=e[0].record, distance=e[0].distance, score=e[1]) for e in sorted(scores.values(), key=lambda e: (-round(e[1], 12), e[0].record.record_id))]
     results = [SearchResult(record=h.record, distance=h.distance, score=float(h.score or 0.0), formatted_content="") for h in hits]
     query = queries[0] if queries else ""
@@ -236,7 +257,9 @@ def context_card_op(
     derived = window[: len(window) - tail_n] if tail_n else window
     recent_msgs = window[-recent_n:] if recent_n else []
     summary = yield from _summary_for_range_op(thread, tail_n, int(fallback_message_count))
-    topics = list(summary.topics) or keyword_topics([m.content for m in derived if m.role == "user"])
+    topics = list(summary.topics)
+    if not topics:
+        topics = yield from _offline_topics_op(thread, derived)
     # the question being answered steers retrieval even when it sits in the raw tail; the tail
     # itself is never summarised or returned as relevant information
     newest_user = next((m.content for m in reversed(window) if m.role == "user"), "")
