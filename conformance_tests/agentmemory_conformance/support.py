@@ -1,0 +1,379 @@
+"""Shared helpers of the suite: marks, sync/async drivers, record builders, a fake clock,
+store snapshots and the search assertions that know exact from approximate backends.
+
+Expectations are computed here independently of the reference store's helpers, so the suite
+stays an oracle of its own (the zarr advice).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import weakref
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import numpy as np
+import pytest
+
+from agentmemory.records import Link, LinkType, Record, RecordStatus, RecordType
+from agentmemory.spi import ANY, Capability, Hit, MemoryStore, NewRecord, RecordFilter
+
+DIM = 4
+"""Vector dimension of the SPI tests: tiny, hand-made vectors make expectations exact."""
+
+CLIENT_DIM = 64
+"""Dimension of the ``HashingEmbedder`` behind the client-level tests."""
+
+T0 = datetime(2025, 1, 1, 12, 0, 0, 123456, tzinfo=timezone.utc)
+"""A fixed instant every example is anchored at (microseconds included on purpose)."""
+
+
+# ---- marks -----------------------------------------------------------------------------------
+def clause(*ids: str) -> pytest.MarkDecorator:
+    """Tag a test with the spec clauses it checks (they group results in the report)."""
+    return pytest.mark.agentmemory_clause(*ids)
+
+
+def requires(*capabilities: Capability) -> pytest.MarkDecorator:
+    """Run the test only when the backend declares ``capabilities``; skip with the reason
+    otherwise."""
+    return pytest.mark.agentmemory_requires(*(c.value for c in capabilities))
+
+
+def required_capabilities(item: Any) -> set[Capability]:
+    """Capabilities a collected test (or ``request.node``) needs."""
+    out: set[Capability] = set()
+    for mark in item.iter_markers("agentmemory_requires"):
+        out.update(Capability(v) for v in mark.args)
+    return out
+
+
+def skip_unless_capable(item: Any, store: MemoryStore, excluded: Mapping[Capability, str]) -> None:
+    """``pytest.skip`` with the reason when ``store`` lacks a capability the test needs."""
+    declared = store.capabilities()
+    for cap in sorted(required_capabilities(item), key=lambda c: c.value):
+        if cap in excluded:
+            pytest.skip(f"capability {cap.value!r} excluded by the test class: {excluded[cap]}")
+        if cap not in declared:
+            pytest.skip(f"capability {cap.value!r} not declared by backend {store.name!r}")
+
+
+# ---- one event loop per store instance ------------------------------------------------------
+_LOOPS: weakref.WeakKeyDictionary[Any, asyncio.AbstractEventLoop] = weakref.WeakKeyDictionary()
+
+
+def loop_for(owner: Any) -> asyncio.AbstractEventLoop:
+    """The event loop that drives ``owner``'s async API (created on first use). One loop per
+    store keeps loop-bound connection pools valid across calls."""
+    loop = _LOOPS.get(owner)
+    if loop is None or loop.is_closed():
+        loop = asyncio.new_event_loop()
+        _LOOPS[owner] = loop
+    return loop
+
+
+def close_loop(owner: Any) -> None:
+    """Shut down ``owner``'s loop and its default executor."""
+    loop = _LOOPS.pop(owner, None)
+    if loop is not None and not loop.is_closed():
+        loop.run_until_complete(loop.shutdown_default_executor())
+        loop.close()
+
+
+class Api:
+    """Calls a store's SPI in one mode: ``sync`` methods directly, or their ``a``-prefixed async
+    twins on the store's own loop (``run_until_complete``; no pytest-asyncio needed)."""
+
+    def __init__(self, store: MemoryStore, mode: str) -> None:
+        if mode not in ("sync", "async"):
+            raise ValueError(f"mode must be 'sync' or 'async', got {mode!r}")
+        self.store = store
+        self.mode = mode
+
+    def __repr__(self) -> str:
+        return f"Api({self.store.name!r}, {self.mode})"
+
+    def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        if self.mode == "sync":
+            return getattr(self.store, name)(*args, **kwargs)
+        return loop_for(self.store).run_until_complete(getattr(self.store, "a" + name)(*args, **kwargs))
+
+    def write(self, batch: Any) -> list[Record]:
+        """``write`` / ``awrite``."""
+        return self._call("write", batch)  # type: ignore[no-any-return]
+
+    def query(self, flt: Any = None, **kwargs: Any) -> list[Record]:
+        """``query`` / ``aquery`` (``flt`` defaults to everything)."""
+        return self._call("query", RecordFilter() if flt is None else flt, **kwargs)  # type: ignore[no-any-return]
+
+    def count(self, flt: Any = None) -> int:
+        """``count`` / ``acount``."""
+        return self._call("count", RecordFilter() if flt is None else flt)  # type: ignore[no-any-return]
+
+    def links(self, **kwargs: Any) -> list[Link]:
+        """``links`` / ``alinks``."""
+        return self._call("links", **kwargs)  # type: ignore[no-any-return]
+
+    def vector_search(self, vector: Any, flt: Any = None, k: int = 10) -> list[Hit]:
+        """``vector_search`` / ``avector_search``."""
+        return self._call("vector_search", vector, RecordFilter() if flt is None else flt, k)  # type: ignore[no-any-return]
+
+    def keyword_search(self, text: Any, flt: Any = None, k: int = 10) -> list[Hit]:
+        """``keyword_search`` / ``akeyword_search``."""
+        return self._call("keyword_search", text, RecordFilter() if flt is None else flt, k)  # type: ignore[no-any-return]
+
+
+class ClientApi:
+    """Calls the public client (or a ``Thread``) in one mode: ``name`` or ``name_async``."""
+
+    def __init__(self, target: Any, mode: str, loop_owner: Any) -> None:
+        self._target = target
+        self._mode = mode
+        self._loop_owner = loop_owner
+
+    @property
+    def target(self) -> Any:
+        """The wrapped client or thread."""
+        return self._target
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if self._mode == "sync":
+                result = getattr(self._target, name)(*args, **kwargs)
+            else:
+                coro = getattr(self._target, name + "_async")(*args, **kwargs)
+                result = loop_for(self._loop_owner).run_until_complete(coro)
+            if type(result).__name__ == "Thread":
+                return ClientApi(result, self._mode, self._loop_owner)
+            return result
+
+        return call
+
+
+# ---- builders --------------------------------------------------------------------------------
+def vec(*values: float) -> np.ndarray:
+    """A float32 vector from literal values (padded with zeros to ``DIM``)."""
+    data = list(values) + [0.0] * (DIM - len(values))
+    return np.asarray(data, dtype=np.float32)
+
+
+E1, E2, E3, E4 = vec(1), vec(0, 1), vec(0, 0, 1), vec(0, 0, 0, 1)
+
+
+def rec(
+    record_id: str,
+    *,
+    type: RecordType | str = RecordType.MEMORY,
+    content: str | None = None,
+    user: str | None = None,
+    agent: str | None = None,
+    thread: str | None = None,
+    role: str | None = None,
+    ts: datetime | None = None,
+    created: datetime | None = None,
+    expires: datetime | None = None,
+    status: RecordStatus = RecordStatus.VALID,
+    metadata: Mapping[str, Any] | None = None,
+) -> Record:
+    """A record with sensible defaults (content names the id, times at ``T0``)."""
+    rtype = RecordType(type)
+    if role is None and rtype is RecordType.MESSAGE:
+        role = "user"
+    return Record(
+        record_id=record_id,
+        record_type=rtype,
+        content=f"content of {record_id}" if content is None else content,
+        user_id=user,
+        agent_id=agent,
+        thread_id=thread,
+        role=role,
+        timestamp=ts or T0,
+        created_at=created or T0,
+        expires_at=expires,
+        status=status,
+        metadata=dict(metadata or {}),
+    )
+
+
+def new(record: Record, vector: Any = "default") -> NewRecord:
+    """``NewRecord`` with a vector: ``"default"`` gives searchable types ``E1`` and the others
+    none; pass an array or None explicitly otherwise."""
+    if isinstance(vector, str):
+        from agentmemory.records import SEARCHABLE_TYPES
+
+        vector = E1 if record.record_type in SEARCHABLE_TYPES else None
+    return NewRecord(record=record, vector=vector)
+
+
+def link(
+    link_id: str,
+    source: str,
+    target: str,
+    type: LinkType | str = LinkType.SUPPORTS,
+    *,
+    metadata: Mapping[str, Any] | None = None,
+    created: datetime | None = None,
+) -> Link:
+    """A link with defaults (created at ``T0``)."""
+    return Link(
+        link_id=link_id,
+        source_id=source,
+        target_id=target,
+        link_type=LinkType(type),
+        created_at=created or T0,
+        metadata=dict(metadata or {}),
+    )
+
+
+class FakeClock:
+    """An injectable clock for TTL tests: starts at ``start`` and moves only when told."""
+
+    def __init__(self, start: datetime = T0) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> datetime:
+        """Move forward by ``timedelta(**delta)``; returns the new time."""
+        self.now = self.now + timedelta(**delta)
+        return self.now
+
+
+# ---- observing a store -----------------------------------------------------------------------
+PROBES = (E1, E2, E3, E4, vec(1, 1, 1, 1), vec(-1, 2, 0, 1))
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything observable about a store: records (with seq), links, and vector-search
+    results for a few probe vectors (which expose stored vectors)."""
+
+    records: tuple[Record, ...]
+    links: tuple[Link, ...]
+    probes: tuple[tuple[tuple[str, float], ...], ...]
+
+
+def snapshot(store: MemoryStore) -> Snapshot:
+    """Observe ``store`` through its sync API."""
+    records = tuple(store.query(RecordFilter()))
+    links = tuple(store.links())
+    probes: list[tuple[tuple[str, float], ...]] = []
+    if records and store.dimension == DIM:
+        for probe in PROBES:
+            hits = store.vector_search(probe, RecordFilter(), 10_000)
+            probes.append(tuple(sorted((h.record.record_id, round(h.distance or 0.0, 4)) for h in hits)))
+    return Snapshot(records, links, tuple(probes))
+
+
+def ids(items: Iterable[Record | Hit | Link]) -> list[str]:
+    """The ids of records, hits or links, in order."""
+    out = []
+    for item in items:
+        if isinstance(item, Hit):
+            out.append(item.record.record_id)
+        elif isinstance(item, Link):
+            out.append(item.link_id)
+        else:
+            out.append(item.record_id)
+    return out
+
+
+def without_seq(record: Record) -> Record:
+    """``record`` with ``seq`` zeroed (seq values are the store's own business)."""
+    return record.model_copy(update={"seq": 0})
+
+
+def scope_matches(record: Record, user: Any, agent: Any, thread: Any) -> bool:
+    """The three-state scope rule (ANY / equal / None = absent), written independently."""
+    for want, have in ((user, record.user_id), (agent, record.agent_id), (thread, record.thread_id)):
+        if want is ANY:
+            continue
+        if want is None and have is not None:
+            return False
+        if want is not None and have != want:
+            return False
+    return True
+
+
+def cosine_distance(a: np.ndarray, b: np.ndarray) -> float:
+    """1 - cos(a, b) in float64 (the expectation, independent of any store)."""
+    a64 = np.asarray(a, dtype=np.float64)
+    b64 = np.asarray(b, dtype=np.float64)
+    return float(1.0 - a64 @ b64 / (np.linalg.norm(a64) * np.linalg.norm(b64)))
+
+
+def exact_ranking(query: np.ndarray, candidates: Mapping[str, np.ndarray]) -> list[tuple[str, float]]:
+    """Candidates ranked by cosine distance, ties (within 1e-9) by id."""
+    scored = [(rid, cosine_distance(query, v)) for rid, v in candidates.items()]
+    scored.sort(key=lambda x: (round(x[1], 9), x[0]))
+    return scored
+
+
+def is_approximate(store: MemoryStore) -> bool:
+    """True when the backend declares approximate vector search."""
+    return Capability.APPROXIMATE_SEARCH in store.capabilities()
+
+
+def assert_hits_ordered(hits: Sequence[Hit], *, by: str = "distance") -> None:
+    """Hits are best first; equal scores (within 1e-7) are ordered by record id."""
+    for a, b in zip(hits, hits[1:]):
+        if by == "distance":
+            da, db = float(a.distance), float(b.distance)  # type: ignore[arg-type]
+            assert db >= da - 1e-5, f"hits out of order: {a.record.record_id}@{da} before {b.record.record_id}@{db}"
+            tie = abs(da - db) <= 1e-7
+        else:
+            sa, sb = float(a.score), float(b.score)  # type: ignore[arg-type]
+            assert sb <= sa + 1e-6 * max(1.0, abs(sa)), f"hits out of order: {a.record.record_id}@{sa} before {b.record.record_id}@{sb}"
+            tie = abs(sa - sb) <= 1e-9 * max(1.0, abs(sa))
+        if tie:
+            assert a.record.record_id < b.record.record_id, (
+                f"tied hits must be ordered by record id: {a.record.record_id!r} came before {b.record.record_id!r}"
+            )
+
+
+def assert_vector_hits(
+    store: MemoryStore,
+    hits: Sequence[Hit],
+    expected: Sequence[tuple[str, float]],
+    k: int,
+) -> None:
+    """Check ``hits`` against the exact ranking ``expected`` (every eligible candidate).
+
+    Exact backends: the same ids in the same order, distances within 1e-4 (ties at the cut may
+    be resolved either way only when the distances are equal). Approximate backends: no
+    ineligible record, correct distances, best-first order, and recall@k at least
+    ``store.min_recall_at_10``.
+    """
+    want = {rid: d for rid, d in expected}
+    got = ids(hits)
+    assert len(set(got)) == len(got), f"duplicate hits: {got}"
+    for hit in hits:
+        rid = hit.record.record_id
+        assert rid in want, f"hit {rid!r} is not an eligible candidate (filter or vector ignored)"
+        assert hit.distance is not None, f"vector hit {rid!r} carries no distance"
+        assert math.isclose(hit.distance, want[rid], abs_tol=1e-4), (
+            f"distance of {rid!r}: got {hit.distance}, expected {want[rid]} (cosine distance = 1 - cos)"
+        )
+    assert_hits_ordered(hits)
+    top = list(expected[:k])
+    if is_approximate(store):
+        assert len(got) <= k
+        if top:
+            recall = len(set(got) & {rid for rid, _ in top}) / len(top)
+            assert recall >= store.min_recall_at_10 - 1e-9, (
+                f"recall {recall:.2f} below the declared min_recall_at_10={store.min_recall_at_10}: "
+                f"got {got}, expected {[r for r, _ in top]}"
+            )
+        return
+    assert len(got) == len(top), f"expected {len(top)} hits, got {len(got)}: {got}"
+    if top:
+        cut = top[-1][1]
+        must = [rid for rid, d in top if d < cut - 1e-6]
+        missing = [rid for rid in must if rid not in got]
+        assert not missing, f"exact search missed {missing}: got {got}, expected {[r for r, _ in top]}"
+        for rid in got:
+            assert want[rid] <= cut + 1e-6, f"{rid!r} is not among the {k} nearest: got {got}"
