@@ -64,7 +64,7 @@ def keyword_topics(texts: Sequence[str], n: int = 5) -> list[str]:
     return topics
 
 
-def extractive_summary(messages: Sequence[Record], limit_chars: int = 220) -> str:
+def extractive_summary(messages: Sequence[Record], limit_chars: int = 160) -> str:
     """Offline summary: the given messages as ``role: text`` lines, each clipped."""
     lines = []
     for msg in messages:

@@ -10,7 +10,7 @@ from .records import Record
 
 
 def _item_xml(record: Record) -> str:
-    inner = element("timestamp", record.timestamp.isoformat(timespec="seconds"))
+    inner = element("timestamp", record.timestamp.date().isoformat())
     if record.role:
         inner += element("role", record.role)
     if record.status.value != "valid":
