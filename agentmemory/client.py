@@ -191,10 +191,11 @@ class AgentMemory:
 
     # ---- helpers shared by operations ----------------------------------------------------------
     def expires_at(self, ttl_days: Any, created_at: datetime, timestamp: datetime) -> datetime | None:
-        """TTL rules: omitted → store default; None → store maximum or never; clamped to the max."""
+        """TTL rules: omitted → store default (else the maximum); None → store maximum or never;
+        every TTL is clamped to the maximum."""
         retention = self.retention
         if ttl_days is OMITTED:
-            days = retention.default_ttl_days
+            days = retention.default_ttl_days if retention.default_ttl_days is not None else retention.max_ttl_days
         else:
             days = validate_ttl_days("ttl_days", ttl_days)
             if days is None:

@@ -206,50 +206,46 @@ def linked_op(
     cap: int,
 ) -> Op[dict[str, list[LinkedResult]]]:
     """Breadth-first hops from each root over links in both directions (shortest path wins,
-    no cycles); every reached record must pass ``flt`` (scope, expiry, metadata); invalid ones
-    are kept as history regardless of the status filter, which applies to top-level results."""
+    no cycles, ties by link time then id). Paths only pass through records that satisfy ``flt``
+    (scope, expiry, types, metadata), so a hop never crosses a scope boundary; linked records are
+    kept regardless of status (history), the status filter applies to top-level results."""
     if not roots:
         return {}
-    reach_filter = replace(flt, statuses=None, record_types=flt.record_types & MEMORY_TYPES if flt.record_types else MEMORY_TYPES, record_ids=None)
-    # frontier per root: record id -> (depth, first link)
+    types = flt.record_types & MEMORY_TYPES if flt.record_types else MEMORY_TYPES
+    reach = replace(flt, statuses=None, record_types=types, record_ids=None)
+    visible: dict[str, Record] = {}
+    # per root: reached record id -> (depth, first link of its path)
     paths: dict[str, dict[str, tuple[int, Link]]] = {r.record_id: {} for r in roots}
-    frontier: dict[str, set[str]] = {r.record_id: {r.record_id} for r in roots}
+    frontier: dict[str, list[str]] = {r.record_id: [r.record_id] for r in roots}
     for depth in range(1, num_hops + 1):
-        wanted = sorted(set().union(*frontier.values()))
+        wanted = sorted({node for nodes in frontier.values() for node in nodes})
         if not wanted:
             break
         links: list[Link] = yield Call(store, "links", (), {"record_ids": wanted})
         by_end: dict[str, list[Link]] = {}
-        for link in links:
+        for link in sorted(links, key=lambda x: (x.created_at, x.link_id)):
             by_end.setdefault(link.source_id, []).append(link)
             by_end.setdefault(link.target_id, []).append(link)
-        candidates: dict[str, set[str]] = {}
-        for root, ids in frontier.items():
-            for node in ids:
-                for link in sorted(by_end.get(node, ()), key=lambda x: (x.created_at, x.link_id)):
+        neighbours = sorted({lk.target_id if lk.source_id == n else lk.source_id for n in wanted for lk in by_end.get(n, ())} - visible.keys())
+        if neighbours:
+            rows: list[Record] = yield Call(store, "query", (replace(reach, record_ids=tuple(neighbours)),))
+            visible.update({r.record_id: r for r in rows})
+        next_frontier: dict[str, list[str]] = {}
+        for root, nodes in frontier.items():
+            for node in nodes:
+                for link in by_end.get(node, ()):
                     other = link.target_id if link.source_id == node else link.source_id
-                    if other == root or other in paths[root]:
+                    if other == root or other in paths[root] or other not in visible:
                         continue
                     first = link if depth == 1 else paths[root][node][1]
                     paths[root][other] = (depth, first)
-                    candidates.setdefault(root, set()).add(other)
-        frontier = {root: candidates.get(root, set()) for root in frontier}
-    reached_ids = sorted({rid for p in paths.values() for rid in p})
-    if not reached_ids:
-        return {}
-    visible: list[Record] = yield Call(store, "query", (replace(reach_filter, record_ids=tuple(reached_ids)),))
-    by_id = {r.record_id: r for r in visible}
+                    next_frontier.setdefault(root, []).append(other)
+        frontier = next_frontier
     out: dict[str, list[LinkedResult]] = {}
     for root, reached in paths.items():
         items = [
-            LinkedResult(
-                relation=link.relation_from(root),
-                link=link,
-                depth=depth,
-                record=by_id[rid],
-            )
+            LinkedResult(relation=link.relation_from(root), link=link, depth=depth, record=visible[rid])
             for rid, (depth, link) in reached.items()
-            if rid in by_id
         ]
         items.sort(key=lambda x: (x.depth, x.record.created_at, x.record.record_id))
         if items:

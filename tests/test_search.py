@@ -261,8 +261,6 @@ async def test_linked_records_respect_scope_and_expiry(mem, clock):
     assert [(x.record.record_id, x.record.status) for x in hit.linked_results] == [("D", RecordStatus.INVALID)]
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: search.linked_op walks links through records outside the "
-                   "search filter (another user's record) and exposes that record's id in the path's first link")
 async def test_hops_never_pass_through_records_outside_the_scope(mem):
     await mem.add_memory("root record", user_id="u1", memory_id="R")
     await mem.add_memory("other users record", user_id="u2", memory_id="O")
@@ -418,8 +416,6 @@ print([(x.record.record_id, x.depth, x.link.link_id) for x in hit.linked_results
 """
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: search.linked_op iterates a set of node ids, so which of two "
-                   "equally short paths wins (the first link reported) depends on PYTHONHASHSEED")
 def test_linked_paths_are_deterministic_across_processes():
     import os
     import subprocess

@@ -80,8 +80,6 @@ async def test_store_max_ttl_clamps(make_client, twin, clock):
     assert (await mem.get_memory(short)).expires_at == start + timedelta(days=1)
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: client.AgentMemory.expires_at lets an omitted ttl_days with no "
-                   "store default live forever although max_ttl_days is set")
 async def test_store_max_ttl_bounds_records_without_a_ttl(make_client, twin, clock):
     mem = twin(make_client(retention=MemoryRetentionConfig(max_ttl_days=3)))
     omitted = await mem.add_memory("asks for nothing")
