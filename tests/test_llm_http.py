@@ -27,12 +27,21 @@ SCHEMA = {
 }
 
 
-@pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    """A scripted server; each test sets ``server.chat``."""
+@pytest.fixture(scope="module")
+def shared_server() -> Iterator[ScriptedServer]:
+    """One scripted server per module (closing one costs its 0.5 s poll interval)."""
     srv = ScriptedServer()
     yield srv
     srv.close()
+
+
+@pytest.fixture
+def server(shared_server: ScriptedServer) -> Iterator[ScriptedServer]:
+    """The shared server, reset: each test sets ``server.chat``; ``requests`` starts empty."""
+    shared_server.chat = None
+    shared_server.requests.clear()
+    yield shared_server
+    shared_server.__dict__.pop("_answer", None)  # undo per-test protocol overrides
 
 
 def make_llm(server: ScriptedServer, **kwargs: Any) -> OpenAICompatibleLlm:
@@ -121,13 +130,13 @@ def test_usage_accumulation_is_thread_safe(server: ScriptedServer) -> None:
     per_call = llm.generate([{"role": "user", "content": "z" * 40}]).usage["total_tokens"]
     llm.usage_total = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
 
-    workers = [threading.Thread(target=lambda: llm.generate([{"role": "user", "content": "z" * 40}])) for _ in range(8)]
+    workers = [threading.Thread(target=lambda: llm.generate([{"role": "user", "content": "z" * 40}])) for _ in range(4)]
     for w in workers:
         w.start()
     for w in workers:
         w.join()
 
-    assert llm.usage_total["total_tokens"] == 8 * per_call
+    assert llm.usage_total["total_tokens"] == 4 * per_call
 
 
 @pytest.mark.parametrize(
