@@ -63,6 +63,7 @@ class PluginManager:
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.broken: list[BrokenPlugin] = []
+        self.distributions: dict[str, tuple[str, str]] = {"agentmemory.builtins": ("agentmemory", _version("agentmemory"))}
         self._registry: dict[str, dict[str, Registration]] | None = None
         self._lock = threading.RLock()
         from . import builtins
@@ -81,6 +82,8 @@ class PluginManager:
                 continue
             try:
                 self.pm.register(ep.load(), name=ep.name)
+                if ep.dist is not None:
+                    self.distributions[ep.name] = (ep.dist.name, ep.dist.version)
             except Exception as exc:  # noqa: BLE001 - a broken plugin must never crash the host
                 self.broken.append(BrokenPlugin(ep.name, f"{type(exc).__name__}: {exc}"))
 
@@ -142,12 +145,12 @@ class PluginManager:
         plugins = []
         for plugin in self.pm.get_plugins():
             name = self.pm.get_name(plugin) or repr(plugin)
-            dist = next((d for p, d in self.pm.list_plugin_distinfo() if p is plugin), None)
+            dist_name, version = self.distributions.get(name, (None, None))
             plugins.append(
                 {
                     "name": name,
-                    "distribution": dist.project_name if dist else None,
-                    "version": dist.version if dist else None,
+                    "distribution": dist_name,
+                    "version": version,
                     "hooks": sorted(h.name for h in self.pm.get_hookcallers(plugin) or []),
                 }
             )
@@ -162,6 +165,13 @@ class PluginManager:
             },
             "broken": [{"name": b.name, "error": b.error} for b in self.broken],
         }
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def _jsonable(details: dict[str, Any]) -> dict[str, Any]:
