@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentmemory_conformance import BackendConformance
+
 from agentmemory.reference_store import InMemoryStore
 from agentmemory.spi import MemoryStore
-
-from agentmemory_conformance import BackendConformance
 
 
 class TestInMemoryStoreConformance(BackendConformance):

@@ -7,7 +7,19 @@ so importing it never collects it) and implement ``make_store(self, path)``.
 from __future__ import annotations
 
 from .base import ConformanceBase
+from .client_rules import (
+    BudgetTests,
+    CascadeTests,
+    ClientScopeTests,
+    HopTests,
+    LinkLifecycleTests,
+    MessageTests,
+    TtlTests,
+)
+from .spi_links import LinkTests
 from .spi_records import BatchOrderTests, LifecycleTests, PersistenceTests, QueryTests, RecordCrudTests
+from .spi_scope import MetadataFilterTests, RecordTypeTests, ScopeTests
+from .spi_search import CapabilityTests, KeywordSearchTests, VectorSearchTests
 
 
 class BackendConformance(
@@ -15,7 +27,21 @@ class BackendConformance(
     RecordCrudTests,
     BatchOrderTests,
     QueryTests,
+    LinkTests,
+    ScopeTests,
+    MetadataFilterTests,
+    RecordTypeTests,
+    VectorSearchTests,
+    KeywordSearchTests,
+    CapabilityTests,
     PersistenceTests,
+    LinkLifecycleTests,
+    HopTests,
+    BudgetTests,
+    TtlTests,
+    CascadeTests,
+    MessageTests,
+    ClientScopeTests,
     ConformanceBase,
 ):
     """Every conformance test for one backend. Implement ``make_store(self, path)``."""

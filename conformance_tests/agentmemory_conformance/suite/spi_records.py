@@ -18,7 +18,7 @@ from agentmemory.errors import (
 from agentmemory.records import RecordStatus, RecordType
 from agentmemory.spi import UNSET, Capability, MemoryStore, Order, RecordFilter, RecordPatch, SchemaPolicy, WriteBatch
 
-from ..support import DIM, requires, E1, E2, E3, T0, Api, clause, ids, link, new, rec, snapshot, vec, without_seq
+from ..support import DIM, E1, E2, E3, T0, Api, clause, ids, link, new, rec, requires, snapshot, vec, without_seq
 
 
 class LifecycleTests:
@@ -287,7 +287,7 @@ class BatchOrderTests:
 class QueryTests:
     """``query`` and ``count``: filters, order and windows."""
 
-    def _seed(self, api: Api, n: int = 6) -> list[str]:
+    def _query_seed(self, api: Api, n: int = 6) -> list[str]:
         names = [f"r{i}" for i in range(n)]
         for name in names:  # one batch per record: order comes from seq, not from ids
             api.write(WriteBatch(add=[new(rec(name, type=RecordType.MESSAGE, thread="t"))]))
@@ -320,7 +320,7 @@ class QueryTests:
     @clause("spi.query")
     def test_seq_bounds(self, api: Api) -> None:
         """``min_seq`` is inclusive, ``max_seq`` exclusive."""
-        names = self._seed(api)
+        names = self._query_seed(api)
         rows = api.query()
         seq = {r.record_id: r.seq for r in rows}
         lo, hi = seq[names[1]], seq[names[4]]

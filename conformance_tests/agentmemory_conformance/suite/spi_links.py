@@ -1,0 +1,85 @@
+"""SPI examples: links between records (storage only; lifecycle rules are the client's)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from agentmemory.errors import Conflict, InvalidArgument, NotFound
+from agentmemory.records import LinkType
+from agentmemory.spi import MemoryStore, WriteBatch
+
+from ..support import T0, Api, clause, ids, link, new, rec, snapshot
+
+
+class LinkTests:
+    """``add_links`` / ``delete_links`` and ``links()`` lookups."""
+
+    def _link_seed(self, api: Api) -> None:
+        api.write(WriteBatch(add=[new(rec("a")), new(rec("b")), new(rec("c")), new(rec("d"))]))
+
+    @clause("spi.links", "2.links")
+    def test_links_round_trip_every_type(self, api: Api) -> None:
+        """Each link type, its metadata and ``created_at`` come back exactly; ``links()`` is
+        ordered by link id."""
+        self._link_seed(api)
+        written = [
+            link("l5", "a", "b", LinkType.SUPERSEDES, metadata={"why": "newer", "n": [1, 2]}),
+            link("l4", "a", "c", LinkType.REFINES, created=T0 + timedelta(seconds=1, microseconds=5)),
+            link("l3", "a", "d", LinkType.DUPLICATES),
+            link("l2", "b", "c", LinkType.SUPPORTS),
+            link("l1", "c", "d", LinkType.CONTRADICTS),
+        ]
+        api.write(WriteBatch(add_links=written))
+        got = api.links()
+        assert ids(got) == ["l1", "l2", "l3", "l4", "l5"]
+        assert sorted(got, key=lambda x: x.link_id) == sorted(written, key=lambda x: x.link_id)
+
+    @clause("spi.links")
+    def test_lookup_by_either_end_and_by_id(self, api: Api) -> None:
+        """``record_ids`` matches links at either end; ``link_ids`` by id; both together AND;
+        empty lists match nothing; unknown ids are ignored."""
+        self._link_seed(api)
+        api.write(WriteBatch(add_links=[link("l1", "a", "b"), link("l2", "b", "c"), link("l3", "c", "d")]))
+        assert ids(api.links(record_ids=["b"])) == ["l1", "l2"]
+        assert ids(api.links(record_ids=["a", "d"])) == ["l1", "l3"]
+        assert ids(api.links(record_ids=["ghost"])) == []
+        assert ids(api.links(link_ids=["l3", "l1", "nope"])) == ["l1", "l3"]
+        assert ids(api.links(record_ids=["b"], link_ids=["l2", "l3"])) == ["l2"]
+        assert api.links(record_ids=[]) == []
+        assert api.links(link_ids=[]) == []
+
+    @clause("spi.links", "spi.errors")
+    def test_one_link_per_pair_and_unique_link_ids(self, api: Api, store: MemoryStore) -> None:
+        """Two records are linked at most once, in either direction (``Conflict``); a link id is
+        unique (``Conflict``); a link to itself is ``InvalidArgument``; a missing end is
+        ``NotFound``. Nothing is written by a failing batch."""
+        self._link_seed(api)
+        api.write(WriteBatch(add_links=[link("l1", "a", "b")]))
+        before = snapshot(store)
+        for batch, error in (
+            (WriteBatch(add_links=[link("l2", "a", "b")]), Conflict),
+            (WriteBatch(add_links=[link("l2", "b", "a", LinkType.SUPERSEDES)]), Conflict),
+            (WriteBatch(add_links=[link("l1", "c", "d")]), Conflict),
+            (WriteBatch(add_links=[link("l2", "c", "d"), link("l3", "d", "c")]), Conflict),
+            (WriteBatch(add_links=[link("l2", "c", "ghost")]), NotFound),
+            (WriteBatch(add_links=[link("l2", "ghost", "c")]), NotFound),
+        ):
+            with pytest.raises(error):
+                api.write(batch)
+            assert snapshot(store) == before, batch
+        with pytest.raises(InvalidArgument):
+            api.write(WriteBatch(add_links=[link("l2", "c", "c")]))
+        assert snapshot(store) == before
+
+    @clause("spi.links")
+    def test_delete_link_keeps_records(self, api: Api) -> None:
+        """Deleting a link removes only the link; the pair can be linked again afterwards."""
+        self._link_seed(api)
+        api.write(WriteBatch(add_links=[link("l1", "a", "b"), link("l2", "a", "c")]))
+        api.write(WriteBatch(delete_links=["l1"]))
+        assert ids(api.links()) == ["l2"]
+        assert ids(api.query()) == ["a", "b", "c", "d"]
+        api.write(WriteBatch(add_links=[link("l9", "b", "a", LinkType.REFINES)]))
+        assert ids(api.links(record_ids=["a"])) == ["l2", "l9"]

@@ -1,0 +1,240 @@
+"""SPI examples: vector search (exact or held to the declared recall floor), keyword search,
+deterministic tie-breaking, and the capability contract."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agentmemory.errors import CapabilityNotSupported, InvalidArgument
+from agentmemory.records import RecordStatus, RecordType
+from agentmemory.spi import Capability, MemoryStore, RecordFilter, WriteBatch
+
+from ..support import (
+    DIM,
+    E1,
+    E2,
+    E3,
+    E4,
+    Api,
+    assert_hits_ordered,
+    assert_vector_hits,
+    clause,
+    exact_ranking,
+    ids,
+    new,
+    rec,
+    requires,
+    vec,
+)
+
+
+class VectorSearchTests:
+    """``vector_search``: cosine distance, best first, ties by record id, filters applied."""
+
+    @clause("spi.vector-search", "7.strategies")
+    def test_nearest_first_with_cosine_distances(self, api: Api, store: MemoryStore) -> None:
+        """Hits come nearest first with ``distance = 1 - cos``; magnitude does not matter;
+        ``k`` caps the list."""
+        vectors = {"x": E1, "y": vec(1, 1), "z": E2, "w": vec(-1), "v": vec(0, 0, 5)}
+        api.write(WriteBatch(add=[new(rec(rid), v) for rid, v in vectors.items()]))
+        query = vec(2, 0.5)
+        expected = exact_ranking(query, vectors)
+        for k in (1, 2, 5, 50):
+            hits = api.vector_search(query, k=k)
+            assert_vector_hits(store, hits, expected, k)
+        hits = api.vector_search(query * 1000, k=5)
+        assert_vector_hits(store, hits, expected, 5)
+
+    @clause("7.ties", "spi.vector-search")
+    def test_ties_break_by_record_id(self, api: Api) -> None:
+        """Records at the same distance come in record-id order, whatever the insertion order;
+        the cut at ``k`` keeps the smallest ids.
+
+        Troubleshooting: ORDER BY distance, record_id (compare rounded distances: equal vectors
+        must compare equal).
+        """
+        for rid in ["t-c", "t-a", "t-e", "t-b", "t-d"]:
+            api.write(WriteBatch(add=[new(rec(rid), vec(0.3, 0.4))]))
+        api.write(WriteBatch(add=[new(rec("far"), E4)]))
+        assert ids(api.vector_search(vec(0.3, 0.4), k=10)) == ["t-a", "t-b", "t-c", "t-d", "t-e", "far"]
+        assert ids(api.vector_search(vec(6, 8), k=3)) == ["t-a", "t-b", "t-c"]
+
+    @clause("spi.vector-search")
+    def test_filters_apply_before_the_cut(self, api: Api, store: MemoryStore) -> None:
+        """``k`` results are taken among records matching the filter, not filtered afterwards:
+        a narrow filter still fills ``k`` when enough records match.
+
+        Troubleshooting: approximate indexes must widen the search (or fall back to exact)
+        when a filter is selective.
+        """
+        rng = np.random.default_rng(7)
+        records = []
+        for i in range(60):
+            user = "rare" if i % 10 == 3 else "common"
+            records.append(new(rec(f"r{i:02d}", user=user, status=RecordStatus.INVALID if i % 4 == 0 else RecordStatus.VALID), rng.normal(size=DIM).astype(np.float32)))
+        api.write(WriteBatch(add=records))
+        query = rng.normal(size=DIM).astype(np.float32)
+        for flt in (RecordFilter(user_id="rare"), RecordFilter(user_id="common", statuses=frozenset({RecordStatus.VALID}))):
+            pool = {n.record.record_id: n.vector for n in records if n.record.user_id == flt.user_id and (flt.statuses is None or n.record.status in flt.statuses)}
+            hits = api.vector_search(query, flt, k=5)
+            assert_vector_hits(store, hits, exact_ranking(query, pool), 5)  # type: ignore[arg-type]
+
+    @clause("spi.vector-search")
+    def test_recall_against_exact_search(self, api: Api, store: MemoryStore) -> None:
+        """Over 300 random vectors, recall@10 against brute force reaches
+        ``store.min_recall_at_10`` (1.0 for exact backends), with and without a filter."""
+        rng = np.random.default_rng(11)
+        vectors = {f"p{i:03d}": rng.normal(size=DIM).astype(np.float32) for i in range(300)}
+        api.write(WriteBatch(add=[new(rec(rid, user="even" if int(rid[1:]) % 2 == 0 else "odd"), v) for rid, v in vectors.items()]))
+        for flt, pool in (
+            (RecordFilter(), vectors),
+            (RecordFilter(user_id="odd"), {rid: v for rid, v in vectors.items() if int(rid[1:]) % 2 == 1}),
+        ):
+            recalls = []
+            for _ in range(10):
+                query = rng.normal(size=DIM).astype(np.float32)
+                truth = [rid for rid, _ in exact_ranking(query, pool)[:10]]
+                got = ids(api.vector_search(query, flt, k=10))
+                assert set(got) <= set(pool), f"hits outside the filter: {set(got) - set(pool)}"
+                recalls.append(len(set(got) & set(truth)) / 10)
+            mean = sum(recalls) / len(recalls)
+            assert mean >= store.min_recall_at_10 - 1e-9, f"mean recall@10 {mean:.3f} < declared {store.min_recall_at_10} (filter {flt})"
+
+    @clause("spi.vector-search", "spi.errors")
+    def test_arguments_are_validated(self, api: Api) -> None:
+        """Bad query vectors and ``k`` raise ``InvalidArgument``."""
+        api.write(WriteBatch(add=[new(rec("a"), E1)]))
+        for bad in (vec(float("nan")), vec(float("inf")), np.zeros(DIM, dtype=np.float32), np.ones(DIM + 1), np.ones((2, DIM)), "abcd", [1, 2, "x", 4]):
+            with pytest.raises(InvalidArgument):
+                api.vector_search(bad, k=1)
+        for k in (0, -1, 1.5, True, 10_001, None):
+            with pytest.raises(InvalidArgument):
+                api.vector_search(E1, k=k)  # type: ignore[arg-type]
+
+    @clause("spi.vector-search")
+    def test_empty_store_and_empty_pool(self, api: Api) -> None:
+        """No candidates → an empty list, not an error."""
+        assert api.vector_search(E1, k=3) == []
+        api.write(WriteBatch(add=[new(rec("a", user="u"), E1), new(rec("@thread:t", type=RecordType.THREAD, content=""), None)]))
+        assert api.vector_search(E2, RecordFilter(user_id="other"), k=3) == []
+        assert ids(api.vector_search(E3, k=3)) == ["a"]
+
+
+KEYWORD_DOCS = {
+    "k1": "apple banana cherry",
+    "k2": "banana banana falcon",
+    "k3": "guitar harbor island",
+    "k4": "Apple pie with cherry",
+    "k5": "jungle kettle lantern",
+    "k6": "APPLE apple apple",
+}
+
+
+class KeywordSearchTests:
+    """``keyword_search`` (``KEYWORD_SEARCH``): BM25-style matching over searchable records."""
+
+    @clause("spi.keyword-search", "7.strategies")
+    @requires(Capability.KEYWORD_SEARCH)
+    def test_matching_set_and_order(self, api: Api) -> None:
+        """A record matches when it shares a (case-insensitive) word with the query; hits are
+        best first with a positive ``score``, ties by record id, at most ``k``.
+
+        Troubleshooting: scores are backend-specific (only the matching set and the order
+        rules are compared); disable stemming/stop-word removal that changes which words match.
+        """
+        api.write(WriteBatch(add=[new(rec(rid, content=text), E1) for rid, text in KEYWORD_DOCS.items()]))
+        cases = {"apple": {"k1", "k4", "k6"}, "banana cherry": {"k1", "k2", "k4"}, "zebra": set(), "LANTERN": {"k5"}}
+        for text, expected in cases.items():
+            hits = api.keyword_search(text, k=10)
+            assert set(ids(hits)) == expected, f"keyword_search({text!r})"
+            assert all(h.score is not None and h.score > 0 for h in hits)
+            assert_hits_ordered(hits, by="score")
+        top = api.keyword_search("apple", k=2)
+        assert len(top) == 2 and set(ids(top)) <= {"k1", "k4", "k6"}
+        assert ids(top)[0] == "k6", "the record repeating the term most should rank first"
+
+    @clause("spi.keyword-search")
+    @requires(Capability.KEYWORD_SEARCH)
+    def test_filters_and_content_updates(self, api: Api) -> None:
+        """Filters apply; patched content is searchable at once and old words are gone;
+        deleted records vanish."""
+        from agentmemory.spi import RecordPatch
+
+        api.write(WriteBatch(add=[new(rec(rid, content=text, user="u1" if rid in ("k1", "k2") else "u2"), E1) for rid, text in KEYWORD_DOCS.items()]))
+        assert set(ids(api.keyword_search("banana apple", RecordFilter(user_id="u1"), k=10))) == {"k1", "k2"}
+        api.write(WriteBatch(patch=[RecordPatch("k3", content="zebra crossing")]))
+        assert ids(api.keyword_search("zebra", k=10)) == ["k3"]
+        assert api.keyword_search("guitar", k=10) == []
+        api.write(WriteBatch(delete=["k3"]))
+        assert api.keyword_search("zebra", k=10) == []
+
+    @clause("spi.keyword-search", "9.bad-input")
+    @requires(Capability.KEYWORD_SEARCH)
+    def test_query_syntax_is_plain_text(self, api: Api) -> None:
+        """Full-text operators and quotes in the query are plain text: no syntax errors, no
+        injection; words still match.
+
+        Troubleshooting: never pass user text to CONTAINS/MATCH unescaped.
+        """
+        api.write(WriteBatch(add=[new(rec(rid, content=text), E1) for rid, text in KEYWORD_DOCS.items()]))
+        for text in ('apple" OR "x', "apple AND NOT banana", "apple*", "(apple", "apple'); DROP TABLE records; --", "{apple}", "apple:banana", "-apple +cherry", "apple ~ near/3 %", "\\apple"):
+            hits = api.keyword_search(text, k=10)
+            assert set(ids(hits)) <= set(KEYWORD_DOCS), text
+            assert "k1" in ids(hits), f"{text!r} should still match the word 'apple'"
+        assert api.count() == len(KEYWORD_DOCS)
+
+    @clause("spi.keyword-search", "spi.errors")
+    @requires(Capability.KEYWORD_SEARCH)
+    def test_arguments_are_validated(self, api: Api) -> None:
+        """Empty or non-string text and bad ``k`` raise ``InvalidArgument``."""
+        for text in ("", "   ", None, 5):
+            with pytest.raises(InvalidArgument):
+                api.keyword_search(text, k=3)
+        with pytest.raises(InvalidArgument):
+            api.keyword_search("apple", k=0)
+
+
+class CapabilityTests:
+    """Undeclared capabilities raise ``CapabilityNotSupported``; declared ones are real."""
+
+    @clause("spi.capabilities")
+    def test_undeclared_keyword_search_raises(self, api: Api, store: MemoryStore) -> None:
+        """Without ``KEYWORD_SEARCH``, keyword search raises ``CapabilityNotSupported`` (never an
+        empty result)."""
+        if Capability.KEYWORD_SEARCH in store.capabilities():
+            pytest.skip("keyword_search is declared (its behaviour is tested elsewhere)")
+        api.write(WriteBatch(add=[new(rec("a", content="apple"), E1)]))
+        with pytest.raises(CapabilityNotSupported):
+            api.keyword_search("apple", k=3)
+
+    @clause("spi.capabilities")
+    def test_declarations_match_the_implementation(self, store: MemoryStore) -> None:
+        """A declared capability must be implemented: ``KEYWORD_SEARCH`` needs
+        ``_keyword_search`` overridden; ``CONCURRENT_WRITERS`` and ``PERSISTENCE`` are checked by
+        their own tests."""
+        from agentmemory.spi import MemoryStore as Base
+
+        declared = store.capabilities()
+        overrides = type(store)._keyword_search is not Base._keyword_search
+        if Capability.KEYWORD_SEARCH in declared:
+            assert overrides, "KEYWORD_SEARCH declared but _keyword_search is not implemented"
+        elif overrides:
+            import warnings
+
+            warnings.warn(f"{store.name}: _keyword_search is implemented but KEYWORD_SEARCH is not declared", stacklevel=1)
+
+    @clause("spi.capabilities")
+    def test_undeclared_keyword_search_raises_in_client(self, memory_factory: object) -> None:
+        """The client's keyword and hybrid strategies raise ``CapabilityNotSupported`` on a
+        backend without ``KEYWORD_SEARCH``."""
+        mem = memory_factory()  # type: ignore[operator]
+        if Capability.KEYWORD_SEARCH in mem.store.capabilities():
+            pytest.skip("keyword_search is declared")
+        mem.add_memory("apple pie", user_id="u")
+        for strategy in ("keyword", "hybrid"):
+            with pytest.raises(CapabilityNotSupported):
+                mem.search("apple", user_id="u", strategy=strategy)
+
+
+_ = E2
