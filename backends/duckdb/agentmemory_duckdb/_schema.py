@@ -1,0 +1,123 @@
+"""The DuckDB schema of agentmemory: tables, versioned migrations, and offline extension loading.
+
+One file holds everything:
+
+* ``am_meta`` — key/value: schema version, vector dimension, the ``seq``/``ver`` counters, and
+  which derived index tables are current (with the ``ver`` watermark each one covers);
+* ``am_migrations`` — one row per applied migration;
+* ``am_records`` — every record, its vector (``FLOAT[dim]``, NULL when not searchable) and
+  ``ver``, a store-wide version bumped whenever the record's text or vector changes;
+* ``am_links`` — relations between records;
+* derived, rebuildable snapshots: ``am_vidx_<n>`` (HNSW index over vectors) and ``am_fts_<n>``
+  (BM25 index over text). They are never written after their build, so ingest never pays
+  for index maintenance and a crash can never leave them half-updated.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+SCHEMA_VERSION = 1
+"""The schema version this code writes; older files are migrated forward on open."""
+
+META_TABLE = "am_meta"
+
+
+def _v1(con: Any, dimension: int) -> None:
+    con.execute(
+        f"""
+        CREATE TABLE am_records (
+            rid VARCHAR PRIMARY KEY,
+            rtype VARCHAR NOT NULL,
+            content VARCHAR NOT NULL,
+            user_id VARCHAR,
+            agent_id VARCHAR,
+            thread_id VARCHAR,
+            role VARCHAR,
+            seq BIGINT NOT NULL,
+            ts VARCHAR NOT NULL,
+            created VARCHAR NOT NULL,
+            expires VARCHAR,
+            expires_us BIGINT,
+            status VARCHAR NOT NULL,
+            metadata VARCHAR NOT NULL,
+            ver BIGINT NOT NULL,
+            vec FLOAT[{int(dimension)}]
+        )
+        """
+    )
+    con.execute(
+        """
+        CREATE TABLE am_links (
+            link_id VARCHAR PRIMARY KEY,
+            source_id VARCHAR NOT NULL,
+            target_id VARCHAR NOT NULL,
+            link_type VARCHAR NOT NULL,
+            created VARCHAR NOT NULL,
+            metadata VARCHAR NOT NULL
+        )
+        """
+    )
+    for key, value in (("seq", "0"), ("ver", "0")):
+        con.execute(f"INSERT INTO {META_TABLE} VALUES (?, ?)", [key, value])
+
+
+MIGRATIONS: dict[int, tuple[str, Callable[[Any, int], None]]] = {
+    1: ("records, links, counters", _v1),
+}
+"""version → (description, step). Step ``n`` turns a version ``n-1`` schema into version ``n``;
+each runs inside the open transaction together with the version bump."""
+
+
+def create_base(con: Any, dimension: int) -> None:
+    """The version-0 skeleton every migration starts from: meta and migrations tables."""
+    con.execute(f"CREATE TABLE {META_TABLE} (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)")
+    con.execute(
+        "CREATE TABLE am_migrations (version INTEGER PRIMARY KEY, description VARCHAR NOT NULL, "
+        "applied_at VARCHAR NOT NULL)"
+    )
+    con.execute(f"INSERT INTO {META_TABLE} VALUES ('schema_version', '0'), ('dimension', ?)", [str(dimension)])
+
+
+def migrate(con: Any, current: int, dimension: int) -> None:
+    """Apply every migration after ``current`` in order, recording each one."""
+    for version in range(current + 1, SCHEMA_VERSION + 1):
+        description, step = MIGRATIONS[version]
+        step(con, dimension)
+        con.execute(
+            "INSERT INTO am_migrations VALUES (?, ?, ?)",
+            [version, description, datetime.now(timezone.utc).isoformat()],
+        )
+        con.execute(f"UPDATE {META_TABLE} SET value = ? WHERE key = 'schema_version'", [str(version)])
+
+
+def drop_all(con: Any) -> None:
+    """Remove every agentmemory object from the file (``SchemaPolicy.RECREATE``); other tables
+    in the same file are left alone."""
+    for (schema,) in con.execute(
+        "SELECT schema_name FROM duckdb_schemas() WHERE database_name = current_database() "
+        "AND schema_name LIKE 'fts_main_am_fts_%'"
+    ).fetchall():
+        con.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    for (table,) in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+        "AND schema_name = 'main' AND (table_name LIKE 'am\\_%' ESCAPE '\\')"
+    ).fetchall():
+        con.execute(f'DROP TABLE "{table}"')
+
+
+def extension_directory() -> str | None:
+    """The ``extension_directory`` the ``duckdb-ext-vss`` / ``duckdb-ext-fts`` wheels install
+    into (namespace package ``duckdb_ext``), or None when they are not installed."""
+    try:
+        import duckdb_ext  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    for base in getattr(duckdb_ext, "__path__", []):
+        candidate = pathlib.Path(base) / "extensions"
+        if candidate.is_dir():
+            return str(candidate)
+    return None

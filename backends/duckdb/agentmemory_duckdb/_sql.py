@@ -1,0 +1,189 @@
+"""Pure helpers of the DuckDB backend: filter compilation, value conversion, row decoding.
+
+Kept free of connection state so they can be unit-tested on their own.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+
+from agentmemory.records import Link, LinkType, Record, RecordStatus, RecordType
+from agentmemory.spi import ANY, RecordFilter
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+RECORD_COLUMNS = (
+    "rid, rtype, content, user_id, agent_id, thread_id, role, seq, ts, created, expires, status, metadata"
+)
+"""The columns ``decode_record`` expects, in order (prefix each with the table alias)."""
+
+META_MATCH_UDF = "am_meta_match"
+"""Name prefix of the DuckDB UDF wrapping ``agentmemory.filters.metadata_matches_json`` (each
+store registers its own, suffixed, because connections to one file share the function catalog)."""
+
+_MAX_INLINE_IDS = 64
+_IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+def qualified_columns(alias: str) -> str:
+    """``RECORD_COLUMNS`` with ``alias.`` in front of each column."""
+    return ", ".join(f"{alias}.{c.strip()}" for c in RECORD_COLUMNS.split(","))
+
+
+def ident(name: str) -> str:
+    """``name`` if it is a safe lower-case SQL identifier (we only build our own names)."""
+    if not _IDENT.match(name):
+        raise ValueError(f"unsafe SQL identifier {name!r}")
+    return name
+
+
+def to_micros(value: datetime) -> int:
+    """Microseconds since the epoch; a naive datetime counts as UTC (like the client does)."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    delta = value - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def iso(value: datetime | None) -> str | None:
+    """The lossless text form of a datetime (offset kept, microseconds kept)."""
+    return None if value is None else value.isoformat()
+
+
+def from_iso(text: str | None) -> datetime | None:
+    """Inverse of ``iso``."""
+    return None if text is None else datetime.fromisoformat(text)
+
+
+def dump_json(value: Any) -> str:
+    """Compact JSON text of metadata (validated JSON already, so this cannot fail)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def unit(vector: np.ndarray) -> np.ndarray:
+    """``vector`` as float32 scaled to length 1 (stored like the reference store does)."""
+    arr = np.asarray(vector, dtype=np.float32)
+    return arr / np.float32(np.linalg.norm(arr))
+
+
+def vector_literal(vector: np.ndarray) -> str:
+    """A ``[x, y, …]`` string that casts back to the same float32 values (``?::FLOAT[d]``).
+
+    Binding a Python list as a ``FLOAT[d]`` parameter costs ~80 ms per call; a string cast is
+    ~2 ms (perf_baseline.md). ``repr`` of the float64 widening is exact for float32.
+    """
+    return "[" + ",".join(map(repr, np.asarray(vector, dtype=np.float32).tolist())) + "]"
+
+
+def compile_filter(flt: RecordFilter, alias: str = "r", udf: str = META_MATCH_UDF) -> tuple[str, list[Any]]:
+    """A SQL boolean expression over ``alias`` and its parameters, equal to
+    ``agentmemory.reference_store.record_matches``. The metadata part calls the UDF, so its
+    semantics are the reference's by construction."""
+    parts: list[str] = []
+    params: list[Any] = []
+    a = alias
+    if flt.record_ids is not None:
+        ids = list(dict.fromkeys(flt.record_ids))
+        if not ids:
+            return "FALSE", []
+        if len(ids) <= _MAX_INLINE_IDS:
+            parts.append(f"{a}.rid IN ({', '.join('?' * len(ids))})")
+            params.extend(ids)
+        else:
+            parts.append(f"{a}.rid IN (SELECT unnest(?::VARCHAR[]))")
+            params.append(ids)
+    if flt.record_types is not None:
+        types = sorted(RecordType(t).value for t in flt.record_types)
+        if not types:
+            return "FALSE", []
+        parts.append(f"{a}.rtype IN ({', '.join('?' * len(types))})")
+        params.extend(types)
+    for dim in ("user_id", "agent_id", "thread_id"):
+        want = getattr(flt, dim)
+        if want is ANY:
+            continue
+        if want is None:
+            parts.append(f"{a}.{dim} IS NULL")
+        else:
+            parts.append(f"{a}.{dim} = ?")
+            params.append(want)
+    if flt.statuses is not None:
+        statuses = sorted(RecordStatus(s).value for s in flt.statuses)
+        if not statuses:
+            return "FALSE", []
+        parts.append(f"{a}.status IN ({', '.join('?' * len(statuses))})")
+        params.extend(statuses)
+    if flt.alive_at is not None:
+        parts.append(f"({a}.expires_us IS NULL OR {a}.expires_us > ?)")
+        params.append(to_micros(flt.alive_at))
+    if flt.expired_at is not None:
+        parts.append(f"({a}.expires_us IS NOT NULL AND {a}.expires_us <= ?)")
+        params.append(to_micros(flt.expired_at))
+    if flt.min_seq is not None:
+        parts.append(f"{a}.seq >= ?")
+        params.append(int(flt.min_seq))
+    if flt.max_seq is not None:
+        parts.append(f"{a}.seq < ?")
+        params.append(int(flt.max_seq))
+    if flt.metadata_filter:
+        # last: DuckDB evaluates pushed-down comparisons before this (expensive) Python UDF
+        parts.append(f"{udf}({a}.metadata, ?)")
+        params.append(json.dumps(flt.metadata_filter, sort_keys=True))
+    return (" AND ".join(parts) if parts else "TRUE"), params
+
+
+def is_unfiltered(flt: RecordFilter) -> bool:
+    """True when ``flt`` constrains nothing (every record matches)."""
+    return (
+        flt.record_ids is None
+        and flt.record_types is None
+        and flt.user_id is ANY
+        and flt.agent_id is ANY
+        and flt.thread_id is ANY
+        and flt.statuses is None
+        and flt.alive_at is None
+        and flt.expired_at is None
+        and flt.min_seq is None
+        and flt.max_seq is None
+        and not flt.metadata_filter
+    )
+
+
+def decode_record(row: Sequence[Any]) -> Record:
+    """A ``Record`` from a row selected with ``RECORD_COLUMNS`` (extra trailing columns ignored)."""
+    return Record(
+        record_id=row[0],
+        record_type=row[1],
+        content=row[2],
+        user_id=row[3],
+        agent_id=row[4],
+        thread_id=row[5],
+        role=row[6],
+        seq=row[7],
+        timestamp=datetime.fromisoformat(row[8]),
+        created_at=datetime.fromisoformat(row[9]),
+        expires_at=None if row[10] is None else datetime.fromisoformat(row[10]),
+        status=row[11],
+        metadata=json.loads(row[12]),
+    )
+
+
+LINK_COLUMNS = "link_id, source_id, target_id, link_type, created, metadata"
+
+
+def decode_link(row: Sequence[Any]) -> Link:
+    """A ``Link`` from a row selected with ``LINK_COLUMNS``."""
+    return Link(
+        link_id=row[0],
+        source_id=row[1],
+        target_id=row[2],
+        link_type=LinkType(row[3]),
+        created_at=datetime.fromisoformat(row[4]),
+        metadata=json.loads(row[5]),
+    )

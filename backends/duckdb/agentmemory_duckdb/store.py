@@ -1,0 +1,941 @@
+"""``DuckDBStore``: the embedded default backend — one DuckDB file, exact and HNSW vector
+search, BM25 keyword search, transactional batches.
+
+Design in one paragraph: ``am_records`` holds every record with its vector; all reads are
+correct from it alone (exact scans). Two derived indexes accelerate search: an HNSW index
+(vss) and a BM25 index (fts), each built on an immutable *snapshot table* that remembers the
+``ver`` watermark it covers. A query uses the index for rows at or below the watermark whose
+``ver`` still matches, and scans the newer rows ("the delta") exactly, so a record is
+searchable the moment its batch commits, and deleted or changed rows never leak from a stale
+index. Indexes are rebuilt in a background thread (or by ``build_indexes()``) when the delta
+grows, so ingest never pays for index maintenance. A per-query planner picks between an exact
+scan of the rows the filter selects and the HNSW index with over-fetch (DuckDB's HNSW applies
+``WHERE`` after the index, so a selective filter would otherwise lose results).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import secrets
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from agentmemory.errors import (
+    AgentMemoryError,
+    BackendError,
+    BackendUnavailable,
+    Conflict,
+    InvalidArgument,
+    NotFound,
+    TransientBackendError,
+)
+from agentmemory.filters import metadata_matches_json
+from agentmemory.records import Link, Record
+from agentmemory.reference_store import bm25, tokenize
+from agentmemory.spi import (
+    UNSET,
+    Capability,
+    Hit,
+    MemoryStore,
+    Order,
+    RecordFilter,
+    SchemaPolicy,
+    StoreInfo,
+    WriteBatch,
+)
+
+from . import _schema
+from ._sql import (
+    LINK_COLUMNS,
+    META_MATCH_UDF,
+    compile_filter,
+    decode_link,
+    decode_record,
+    dump_json,
+    ident,
+    is_unfiltered,
+    iso,
+    qualified_columns,
+    to_micros,
+    unit,
+    vector_literal,
+)
+
+log = logging.getLogger(__name__)
+
+_COLS = qualified_columns("r")
+_FTS_IGNORE = r"[^\p{L}\p{N}_]+"
+"""Characters the BM25 tokenizer drops: everything but letters, digits and ``_`` — the
+reference tokenizer's ``\\w+`` (digits such as order numbers stay searchable)."""
+
+
+@dataclass(frozen=True)
+class IndexState:
+    """A built derived index: its snapshot table, the ``ver`` watermark it covers, its rows."""
+
+    table: str
+    watermark: int
+    rows: int
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """What the planner chose for the last vector search (diagnostics, tests, benchmarks)."""
+
+    strategy: str
+    """``exact`` (filtered scan) or ``index`` (HNSW + exact delta)."""
+    matching: int
+    """Rows with a vector that the filter selects (-1 when not counted)."""
+    fetch: int = 0
+    """HNSW candidates fetched (index strategy)."""
+    fallback: bool = False
+    """True when the index returned fewer than k matching rows and the exact scan answered."""
+
+
+def _flag(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in {"1", "true", "yes", "on"}:
+        return True
+    if isinstance(value, str) and value.strip().lower() in {"0", "false", "no", "off"}:
+        return False
+    raise InvalidArgument(name, f"must be a boolean, got {value!r}")
+
+
+def _int(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidArgument(name, f"must be an int >= {minimum}, got {value!r}")
+    return value
+
+
+def _float(name: str, value: Any, minimum: float) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise InvalidArgument(name, f"must be a number, got {value!r}") from None
+    if isinstance(value, bool) or not math.isfinite(out) or out < minimum:
+        raise InvalidArgument(name, f"must be a number >= {minimum}, got {value!r}")
+    return out
+
+
+class DuckDBStore(MemoryStore):
+    """A ``MemoryStore`` in one DuckDB file (or ``":memory:"``).
+
+    Options (keyword; strings are accepted so ``--agentmemory-option key=value`` works):
+
+    * ``read_only`` — open without write access (several processes may read one file).
+    * ``threads``, ``memory_limit`` — passed to DuckDB.
+    * ``vector_index`` — use the HNSW index at all (default True).
+    * ``auto_index`` — rebuild stale indexes in a background thread (default True).
+    * ``vector_index_min_rows`` — build HNSW only from this many vectors (default 20,000;
+      below it an exact scan is as fast).
+    * ``fts_min_rows`` — build the BM25 index only from this many documents (default 2,000).
+    * ``rebuild_fraction`` — rebuild when the unindexed/changed rows reach this fraction of the
+      indexed ones (default 0.2; at least 1,000 rows).
+    * ``exact_max_rows`` — the planner scans exactly when the filter selects at most this many
+      rows (default 10,000).
+    * ``overfetch`` / ``max_fetch`` — HNSW candidates = ``k * overfetch / selectivity``; above
+      ``max_fetch`` the planner scans exactly (defaults 4.0 and 4,000).
+    * ``hnsw_m``, ``hnsw_ef_construction``, ``hnsw_ef_search`` — HNSW parameters (16, 128, 100).
+    """
+
+    name = "duckdb"
+    min_recall_at_10 = 0.99
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        read_only: bool | str = False,
+        threads: int | str | None = None,
+        memory_limit: str | None = None,
+        vector_index: bool | str = True,
+        auto_index: bool | str = True,
+        vector_index_min_rows: int | str = 20_000,
+        fts_min_rows: int | str = 2_000,
+        rebuild_fraction: float | str = 0.2,
+        exact_max_rows: int | str = 10_000,
+        overfetch: float | str = 4.0,
+        max_fetch: int | str = 4_000,
+        hnsw_m: int | str = 16,
+        hnsw_ef_construction: int | str = 128,
+        hnsw_ef_search: int | str = 100,
+    ) -> None:
+        super().__init__()
+        if isinstance(path, Path):
+            path = str(path)
+        if not isinstance(path, str) or not path.strip():
+            raise InvalidArgument("path", f"must be a file path or ':memory:', got {path!r}")
+        self._memory = path == ":memory:"
+        self._path: Path | None = None if self._memory else Path(path).expanduser().absolute()
+        self._read_only = _flag("read_only", read_only)
+        if self._memory and self._read_only:
+            raise InvalidArgument("read_only", "an in-memory database cannot be read-only")
+        self._threads = None if threads is None else _int("threads", threads, 1)
+        self._memory_limit = memory_limit
+        self._vector_index = _flag("vector_index", vector_index)
+        self._auto_index = _flag("auto_index", auto_index) and not self._read_only
+        self._vector_index_min_rows = _int("vector_index_min_rows", vector_index_min_rows, 1)
+        self._fts_min_rows = _int("fts_min_rows", fts_min_rows, 1)
+        self._rebuild_fraction = _float("rebuild_fraction", rebuild_fraction, 0.0)
+        self._exact_max_rows = _int("exact_max_rows", exact_max_rows, 0)
+        self._overfetch = _float("overfetch", overfetch, 1.0)
+        self._max_fetch = _int("max_fetch", max_fetch, 1)
+        self._hnsw_m = _int("hnsw_m", hnsw_m, 2)
+        self._hnsw_ef_construction = _int("hnsw_ef_construction", hnsw_ef_construction, 1)
+        self._hnsw_ef_search = _int("hnsw_ef_search", hnsw_ef_search, 1)
+
+        self._udf = f"{META_MATCH_UDF}_{secrets.token_hex(4)}"
+        self._lock = threading.RLock()
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._vidx: IndexState | None = None
+        self._fts: IndexState | None = None
+        self._ef_current: int | None = None
+        # approximate change counters that decide when to rebuild (exact ones are in SQL)
+        self._n_vectors = 0
+        self._vec_changes = 0
+        self._vec_changes_at_build = 0
+        self._doc_changes = 0
+        self._doc_changes_at_build = 0
+        self._builder: threading.Thread | None = None
+        self._builder_cursor: duckdb.DuckDBPyConnection | None = None
+        self._build_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._last_build_failure = 0.0
+        self.last_plan: SearchPlan | None = None
+        """The planner's choice for the most recent vector search (diagnostics)."""
+
+    # ---- construction ------------------------------------------------------------------------
+    @classmethod
+    def from_uri(cls, uri: str) -> DuckDBStore:
+        """``duckdb:///abs/path.db``, ``duckdb://relative.db``, ``duckdb://:memory:``; query
+        parameters become options (``duckdb:///x.db?read_only=true&threads=2``)."""
+        parts = urlsplit(uri)
+        if parts.scheme != "duckdb":
+            raise InvalidArgument("store", f"expected a duckdb:// URI, got {uri!r}")
+        location = unquote(parts.netloc + parts.path)
+        if not location:
+            raise InvalidArgument("store", f"{uri!r} names no file (use duckdb:///abs/path.db)")
+        options: dict[str, Any] = dict(parse_qsl(parts.query, keep_blank_values=True))
+        try:
+            return cls(location, **options)
+        except TypeError as exc:
+            raise InvalidArgument("store", f"unknown option in {uri!r}: {exc}") from None
+
+    def capabilities(self) -> frozenset[Capability]:
+        caps = {Capability.KEYWORD_SEARCH, Capability.CONCURRENT_WRITERS}
+        if not self._memory:
+            caps.add(Capability.PERSISTENCE)
+        if self._vector_index:
+            caps.add(Capability.APPROXIMATE_SEARCH)
+        return frozenset(caps)
+
+    def info(self) -> StoreInfo:
+        vidx, fts = self._vidx, self._fts
+        return StoreInfo(
+            name=self.name,
+            dimension=self.dimension,
+            path=":memory:" if self._memory else str(self._path),
+            extra={
+                "read_only": self._read_only,
+                "schema_version": _schema.SCHEMA_VERSION,
+                "duckdb": duckdb.__version__,
+                "vector_index": None if vidx is None else {"rows": vidx.rows, "watermark": vidx.watermark},
+                "fts_index": None if fts is None else {"rows": fts.rows, "watermark": fts.watermark},
+            },
+        )
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+    def _open(self, dimension: int, schema_policy: SchemaPolicy) -> None:
+        if self._path is not None and not self._path.exists():
+            if schema_policy is SchemaPolicy.REQUIRE_EXISTING or self._read_only:
+                raise BackendUnavailable(
+                    f"no agentmemory DuckDB database at {self._path} (schema_policy="
+                    f"{schema_policy.value}{', read_only' if self._read_only else ''}); "
+                    "open it with schema_policy='create_if_necessary' to create it"
+                )
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+        con = self._connect()
+        try:
+            with _mapped_errors():
+                con.execute("LOAD vss")
+                con.execute("LOAD fts")
+                con.execute("SET disabled_optimizers = 'late_materialization'")
+                if not self._memory:
+                    con.execute("SET hnsw_enable_experimental_persistence = true")
+                con.create_function(
+                    self._udf,
+                    metadata_matches_json,
+                    [duckdb.sqltype("VARCHAR"), duckdb.sqltype("VARCHAR")],
+                    duckdb.sqltype("BOOLEAN"),
+                    side_effects=False,
+                )
+                self._prepare_schema(con, dimension, schema_policy)
+                self._load_state(con)
+        except BaseException:
+            con.close()
+            raise
+        self._con = con
+        self._ef_current = None
+        self._stop.clear()
+        self._dimension = dimension  # so a build started right away sees an open store
+        self._maybe_start_builder()
+
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        ext_dir = _schema.extension_directory()
+        if ext_dir is None:
+            raise BackendUnavailable(
+                "the DuckDB vss/fts extensions are not installed; install them with: "
+                "pip install duckdb-ext-vss duckdb-ext-fts (they load offline from site-packages)"
+            )
+        config: dict[str, Any] = {
+            "extension_directory": ext_dir,
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": True,
+        }
+        if self._threads is not None:
+            config["threads"] = self._threads
+        if self._memory_limit is not None:
+            config["memory_limit"] = str(self._memory_limit)
+        target = ":memory:" if self._memory else str(self._path)
+        try:
+            return duckdb.connect(target, read_only=self._read_only, config=config)
+        except duckdb.Error as exc:
+            message = str(exc)
+            if "lock" in message.lower():
+                raise BackendUnavailable(
+                    f"DuckDB database {target} is in use by another process (DuckDB allows one "
+                    f"writing process per file; close it there or open read_only): {message}"
+                ) from exc
+            raise BackendUnavailable(f"cannot open DuckDB database {target}: {message}") from exc
+
+    def _prepare_schema(self, con: duckdb.DuckDBPyConnection, dimension: int, policy: SchemaPolicy) -> None:
+        has_meta = bool(
+            con.execute(
+                "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
+                "AND schema_name = 'main' AND table_name = ?",
+                [_schema.META_TABLE],
+            ).fetchone()[0]  # type: ignore[index]
+        )
+        where = ":memory:" if self._memory else str(self._path)
+        if policy is SchemaPolicy.RECREATE or not has_meta:
+            if policy is SchemaPolicy.REQUIRE_EXISTING:
+                raise BackendUnavailable(
+                    f"{where} holds no agentmemory schema (schema_policy=require_existing); open it "
+                    "with schema_policy='create_if_necessary' to create it"
+                )
+            if self._read_only:
+                raise BackendUnavailable(f"{where} holds no agentmemory schema and is opened read_only")
+            with _transaction(con):
+                _schema.drop_all(con)
+                _schema.create_base(con, dimension)
+                _schema.migrate(con, 0, dimension)
+            return
+        meta = dict(con.execute(f"SELECT key, value FROM {_schema.META_TABLE}").fetchall())
+        version = int(meta.get("schema_version", "0"))
+        stored_dim = int(meta.get("dimension", "0"))
+        if version > _schema.SCHEMA_VERSION:
+            raise BackendUnavailable(
+                f"{where} has schema version {version}, newer than this agentmemory-duckdb "
+                f"understands ({_schema.SCHEMA_VERSION}); upgrade agentmemory-duckdb"
+            )
+        if stored_dim != dimension:
+            raise Conflict(
+                f"{where} holds {stored_dim}-dimensional vectors, not {dimension}; use another "
+                "file or schema_policy='recreate'"
+            )
+        if version < _schema.SCHEMA_VERSION:
+            if self._read_only:
+                raise BackendUnavailable(
+                    f"{where} needs a schema migration ({version} -> {_schema.SCHEMA_VERSION}); "
+                    "open it once without read_only"
+                )
+            with _transaction(con):
+                _schema.migrate(con, version, dimension)
+
+    def _load_state(self, con: duckdb.DuckDBPyConnection) -> None:
+        meta = dict(con.execute(f"SELECT key, value FROM {_schema.META_TABLE}").fetchall())
+        self._vidx = _index_state(meta, "vidx")
+        self._fts = _index_state(meta, "fts")
+        if not self._read_only:
+            self._drop_orphans(con)
+        self._n_vectors = int(con.execute("SELECT count(vec) FROM am_records").fetchone()[0])  # type: ignore[index]
+        self._vec_changes = self._doc_changes = 0
+        for kind, state in (("vec", self._vidx), ("doc", self._fts)):
+            watermark = 0 if state is None else state.watermark
+            (stale,) = con.execute(  # type: ignore[misc]
+                "SELECT count(*) FROM am_records WHERE vec IS NOT NULL AND ver > ?", [watermark]
+            ).fetchone()
+            if kind == "vec":
+                self._vec_changes, self._vec_changes_at_build = int(stale), 0
+            else:
+                self._doc_changes, self._doc_changes_at_build = int(stale), 0
+
+    def _drop_orphans(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Drop snapshot tables a crash left behind (built but never made current)."""
+        current = {s.table for s in (self._vidx, self._fts) if s is not None}
+        tables = [
+            t
+            for (t,) in con.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+                "AND schema_name = 'main' AND (table_name LIKE 'am\\_vidx\\_%' ESCAPE '\\' "
+                "OR table_name LIKE 'am\\_fts\\_%' ESCAPE '\\')"
+            ).fetchall()
+        ]
+        for table in tables:
+            if table not in current:
+                _drop_snapshot(con, table)
+
+    def _close(self) -> None:
+        self._stop.set()
+        builder = self._builder
+        if builder is not None:
+            cursor = self._builder_cursor
+            if cursor is not None:
+                with contextlib.suppress(Exception):
+                    cursor.interrupt()
+            builder.join()
+        with self._lock:
+            con, self._con = self._con, None
+            if con is not None:
+                with contextlib.suppress(duckdb.Error):
+                    con.remove_function(self._udf)
+                with contextlib.suppress(duckdb.Error):
+                    con.close()
+
+    def _conn(self) -> duckdb.DuckDBPyConnection:
+        con = self._con
+        if con is None:
+            raise BackendUnavailable(f"store {self.name!r} is closed")
+        return con
+
+    # ---- writes ------------------------------------------------------------------------------------
+    def _write(self, batch: WriteBatch) -> list[Record]:
+        if self._read_only:
+            raise BackendUnavailable("the DuckDB store was opened read_only; writes are refused")
+        with self._lock:
+            con = self._conn()
+            with _mapped_errors(), _transaction(con):
+                added, vec_changes, doc_changes, vec_count = self._apply(con, batch)
+            self._vec_changes += vec_changes
+            self._doc_changes += doc_changes
+            self._n_vectors += vec_count
+            self._maybe_start_builder()
+            return added
+
+    def _apply(self, con: duckdb.DuckDBPyConnection, batch: WriteBatch) -> tuple[list[Record], int, int, int]:
+        """Apply ``batch`` inside the open transaction, in the reference order; return the added
+        records and the (vector changes, text changes, vector count delta) it makes."""
+        counters = dict(con.execute("SELECT key, value FROM am_meta WHERE key IN ('seq', 'ver')").fetchall())
+        seq, ver = int(counters["seq"]), int(counters["ver"])
+        vec_changes = doc_changes = vec_count = 0
+        added: list[Record] = []
+        dim = self.dimension
+        if batch.add:
+            ids = [item.record.record_id for item in batch.add]
+            existing = {
+                rid for (rid,) in con.execute(
+                    "SELECT rid FROM am_records WHERE rid IN (SELECT unnest(?::VARCHAR[]))", [ids]
+                ).fetchall()
+            }
+            for rid in ids:
+                if rid in existing:
+                    raise Conflict(f"record id {rid!r} already exists")
+            added, table = self._arrow_rows(batch, seq, ver, dim)
+            seq += len(batch.add)
+            ver += len(batch.add)
+            with_vec = sum(1 for item in batch.add if item.vector is not None)
+            vec_changes += with_vec
+            doc_changes += with_vec
+            vec_count += with_vec
+            con.register("am_new_rows", table)
+            try:
+                con.execute("INSERT INTO am_records SELECT * FROM am_new_rows")
+            finally:
+                con.unregister("am_new_rows")
+        for patch in batch.patch:
+            row = con.execute("SELECT vec IS NOT NULL FROM am_records WHERE rid = ?", [patch.record_id]).fetchone()
+            if row is None:
+                raise NotFound("record", patch.record_id)
+            sets: list[str] = []
+            params: list[Any] = []
+            if patch.content is not UNSET:
+                sets.append("content = ?")
+                params.append(patch.content)
+            if patch.metadata is not UNSET:
+                sets.append("metadata = ?")
+                params.append(dump_json(dict(patch.metadata)))  # type: ignore[call-overload]
+            if patch.status is not UNSET:
+                sets.append("status = ?")
+                params.append(patch.status.value)  # type: ignore[union-attr]
+            if patch.timestamp is not UNSET:
+                sets.append("ts = ?")
+                params.append(iso(patch.timestamp))  # type: ignore[arg-type]
+            if patch.expires_at is not UNSET:
+                sets.append("expires = ?, expires_us = ?")
+                exp = patch.expires_at
+                params.extend([iso(exp), None if exp is None else to_micros(exp)])  # type: ignore[arg-type]
+            if patch.vector is not UNSET:
+                if patch.vector is None:
+                    sets.append("vec = NULL")
+                    vec_count -= int(bool(row[0]))
+                else:
+                    sets.append(f"vec = ?::FLOAT[{dim}]")
+                    params.append(vector_literal(unit(patch.vector)))
+                    vec_count += int(not row[0])
+                vec_changes += 1
+            if patch.content is not UNSET or patch.vector is not UNSET:
+                ver += 1
+                sets.append("ver = ?")
+                params.append(ver)
+                doc_changes += 1
+            if sets:
+                con.execute(f"UPDATE am_records SET {', '.join(sets)} WHERE rid = ?", [*params, patch.record_id])
+        for link_id in batch.delete_links:
+            if con.execute("SELECT 1 FROM am_links WHERE link_id = ?", [link_id]).fetchone() is None:
+                raise NotFound("link", link_id)
+            con.execute("DELETE FROM am_links WHERE link_id = ?", [link_id])
+        for link in batch.add_links:
+            self._add_link(con, link)
+        for rid in batch.delete:
+            row = con.execute("SELECT vec IS NOT NULL FROM am_records WHERE rid = ?", [rid]).fetchone()
+            if row is None:
+                raise NotFound("record", rid)
+            con.execute("DELETE FROM am_records WHERE rid = ?", [rid])
+            con.execute("DELETE FROM am_links WHERE source_id = ? OR target_id = ?", [rid, rid])
+            if row[0]:
+                vec_count -= 1
+                vec_changes += 1
+                doc_changes += 1
+        con.execute("UPDATE am_meta SET value = ? WHERE key = 'seq'", [str(seq)])
+        con.execute("UPDATE am_meta SET value = ? WHERE key = 'ver'", [str(ver)])
+        return added, vec_changes, doc_changes, vec_count
+
+    def _add_link(self, con: duckdb.DuckDBPyConnection, link: Link) -> None:
+        for end in (link.source_id, link.target_id):
+            if con.execute("SELECT 1 FROM am_records WHERE rid = ?", [end]).fetchone() is None:
+                raise NotFound("record", end)
+        if con.execute("SELECT 1 FROM am_links WHERE link_id = ?", [link.link_id]).fetchone() is not None:
+            raise Conflict(f"link id {link.link_id!r} already exists")
+        pair = con.execute(
+            "SELECT 1 FROM am_links WHERE (source_id = ? AND target_id = ?) OR (source_id = ? AND target_id = ?)",
+            [link.source_id, link.target_id, link.target_id, link.source_id],
+        ).fetchone()
+        if pair is not None:
+            raise Conflict(f"records {link.source_id!r} and {link.target_id!r} are already linked")
+        con.execute(
+            "INSERT INTO am_links VALUES (?, ?, ?, ?, ?, ?)",
+            [link.link_id, link.source_id, link.target_id, link.link_type.value, iso(link.created_at), dump_json(link.metadata)],
+        )
+
+    @staticmethod
+    def _arrow_rows(batch: WriteBatch, seq: int, ver: int, dim: int) -> tuple[list[Record], pa.Table]:
+        """The added records (with ``seq``) and one Arrow table to insert them in one statement
+        (bulk inserts through Arrow: ~100k rows/s instead of ~600 with executemany)."""
+        n = len(batch.add)
+        added: list[Record] = []
+        cols: dict[str, list[Any]] = {name: [] for name in (
+            "rid", "rtype", "content", "user_id", "agent_id", "thread_id", "role", "seq", "ts",
+            "created", "expires", "expires_us", "status", "metadata", "ver")}
+        matrix = np.zeros((n, dim), dtype=np.float32)
+        mask = np.ones(n, dtype=bool)
+        for i, item in enumerate(batch.add):
+            rec = item.record.model_copy(update={"seq": seq + i + 1})
+            added.append(rec)
+            cols["rid"].append(rec.record_id)
+            cols["rtype"].append(rec.record_type.value)
+            cols["content"].append(rec.content)
+            cols["user_id"].append(rec.user_id)
+            cols["agent_id"].append(rec.agent_id)
+            cols["thread_id"].append(rec.thread_id)
+            cols["role"].append(rec.role)
+            cols["seq"].append(rec.seq)
+            cols["ts"].append(iso(rec.timestamp))
+            cols["created"].append(iso(rec.created_at))
+            cols["expires"].append(iso(rec.expires_at))
+            cols["expires_us"].append(None if rec.expires_at is None else to_micros(rec.expires_at))
+            cols["status"].append(rec.status.value)
+            cols["metadata"].append(dump_json(rec.metadata))
+            cols["ver"].append(ver + i + 1)
+            if item.vector is not None:
+                matrix[i] = np.asarray(item.vector, dtype=np.float32)
+                mask[i] = False
+        if not mask.all():
+            live = ~mask
+            norms = np.linalg.norm(matrix[live], axis=1, keepdims=True).astype(np.float32)
+            matrix[live] = matrix[live] / norms
+        int_cols = {"seq", "ver", "expires_us"}
+        arrays = [
+            pa.array(values, type=pa.int64() if name in int_cols else pa.string())
+            for name, values in cols.items()
+        ]
+        vec = pa.FixedSizeListArray.from_arrays(pa.array(matrix.ravel(), type=pa.float32()), dim, mask=pa.array(mask))
+        table = pa.Table.from_arrays([*arrays, vec], names=[*cols, "vec"])
+        return added, table
+
+    # ---- reads ---------------------------------------------------------------------------------
+    def _query(self, filter: RecordFilter, order: Order, limit: int | None, offset: int) -> list[Record]:
+        if limit == 0:
+            return []
+        where, params = compile_filter(filter, udf=self._udf)
+        sql = f"SELECT {_COLS} FROM am_records r WHERE {where} ORDER BY r.seq {'DESC' if order is Order.SEQ_DESC else 'ASC'}"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        if offset:
+            sql += f" OFFSET {int(offset)}"
+        with self._lock, _mapped_errors():
+            rows = self._conn().execute(sql, params).fetchall()
+        return [decode_record(row) for row in rows]
+
+    def _count(self, filter: RecordFilter) -> int:
+        where, params = compile_filter(filter, udf=self._udf)
+        with self._lock, _mapped_errors():
+            (n,) = self._conn().execute(f"SELECT count(*) FROM am_records r WHERE {where}", params).fetchone()  # type: ignore[misc]
+        return int(n)
+
+    def _links(self, record_ids: Sequence[str] | None, link_ids: Sequence[str] | None) -> list[Link]:
+        conds: list[str] = []
+        params: list[Any] = []
+        if record_ids is not None:
+            if not record_ids:
+                return []
+            conds.append("(source_id IN (SELECT unnest(?::VARCHAR[])) OR target_id IN (SELECT unnest(?::VARCHAR[])))")
+            params.extend([list(record_ids), list(record_ids)])
+        if link_ids is not None:
+            if not link_ids:
+                return []
+            conds.append("link_id IN (SELECT unnest(?::VARCHAR[]))")
+            params.append(list(link_ids))
+        where = " AND ".join(conds) or "TRUE"
+        with self._lock, _mapped_errors():
+            rows = self._conn().execute(f"SELECT {LINK_COLUMNS} FROM am_links WHERE {where} ORDER BY link_id", params).fetchall()
+        return [decode_link(row) for row in rows]
+
+    # ---- vector search -------------------------------------------------------------------------
+    def _vector_search(self, vector: np.ndarray, filter: RecordFilter, k: int) -> list[Hit]:
+        dim = self.dimension
+        q = vector_literal(unit(vector))
+        where, params = compile_filter(filter, udf=self._udf)
+        with self._lock, _mapped_errors():
+            con = self._conn()
+            vidx = self._vidx if self._vector_index else None
+            if vidx is None or vidx.rows == 0:
+                self.last_plan = SearchPlan("exact", -1)
+                rows = self._exact(con, q, dim, where, params, k)
+            else:
+                if is_unfiltered(filter):
+                    matching = self._n_vectors
+                else:
+                    (matching,) = con.execute(  # type: ignore[misc]
+                        f"SELECT count(*) FROM am_records r WHERE r.vec IS NOT NULL AND {where}", params
+                    ).fetchone()
+                if matching == 0:
+                    self.last_plan = SearchPlan("exact", 0)
+                    return []
+                selectivity = min(1.0, matching / vidx.rows)
+                fetch = math.ceil(k * self._overfetch / selectivity) + k
+                if matching <= self._exact_max_rows or fetch > self._max_fetch:
+                    self.last_plan = SearchPlan("exact", matching)
+                    rows = self._exact(con, q, dim, where, params, k)
+                else:
+                    rows = self._via_index(con, vidx, q, dim, where, params, k, fetch)
+                    if rows is None:
+                        self.last_plan = SearchPlan("index", matching, fetch, fallback=True)
+                        rows = self._exact(con, q, dim, where, params, k)
+                    else:
+                        self.last_plan = SearchPlan("index", matching, fetch)
+        hits = [Hit(record=decode_record(row), distance=float(row[-1])) for row in rows]
+        hits.sort(key=lambda h: (round(h.distance or 0.0, 6), h.record.record_id))
+        return hits[:k]
+
+    @staticmethod
+    def _exact(con: duckdb.DuckDBPyConnection, q: str, dim: int, where: str, params: list[Any], k: int) -> list[Any]:
+        return con.execute(
+            f"SELECT {_COLS}, array_cosine_distance(r.vec, ?::FLOAT[{dim}]) AS dist FROM am_records r "
+            f"WHERE r.vec IS NOT NULL AND {where} ORDER BY round(dist::DOUBLE, 6), r.rid LIMIT {int(k)}",
+            [q, *params],
+        ).fetchall()
+
+    def _via_index(
+        self, con: duckdb.DuckDBPyConnection, vidx: IndexState, q: str, dim: int, where: str,
+        params: list[Any], k: int, fetch: int,
+    ) -> list[Any] | None:
+        """Top-k from the HNSW snapshot (over-fetched, re-checked against the live rows) merged
+        with an exact scan of the rows written since the snapshot; None when the index yields
+        fewer than ``k`` matching rows (the caller then scans exactly)."""
+        ef = max(self._hnsw_ef_search, fetch)
+        if ef != self._ef_current:
+            con.execute(f"SET hnsw_ef_search = {int(ef)}")
+            self._ef_current = ef
+        table = ident(vidx.table)
+        indexed = con.execute(
+            f"WITH cand AS (SELECT rid, ver, array_cosine_distance(vec, ?::FLOAT[{dim}]) AS dist "
+            f"FROM {table} ORDER BY dist LIMIT {int(fetch)}) "
+            f"SELECT {_COLS}, cand.dist FROM cand JOIN am_records r ON r.rid = cand.rid AND r.ver = cand.ver "
+            f"WHERE r.vec IS NOT NULL AND {where} ORDER BY round(cand.dist::DOUBLE, 6), r.rid LIMIT {int(k)}",
+            [q, *params],
+        ).fetchall()
+        if len(indexed) < k:
+            return None
+        delta = con.execute(
+            f"SELECT {_COLS}, array_cosine_distance(r.vec, ?::FLOAT[{dim}]) AS dist FROM am_records r "
+            f"WHERE r.ver > ? AND r.vec IS NOT NULL AND {where} ORDER BY round(dist::DOUBLE, 6), r.rid LIMIT {int(k)}",
+            [q, vidx.watermark, *params],
+        ).fetchall()
+        return indexed + delta
+
+    # ---- keyword search ------------------------------------------------------------------------
+    def _keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
+        terms = set(tokenize(text))
+        if not terms:
+            return []
+        where, params = compile_filter(filter, udf=self._udf)
+        with self._lock, _mapped_errors():
+            con = self._conn()
+            fts = self._fts
+            scored: list[tuple[Any, float]] = []
+            n_idx, avgdl_idx, df_idx = 0, 0.0, {}
+            if fts is not None and fts.rows:
+                table = ident(fts.table)
+                schema = f"fts_main_{table}"
+                rows = con.execute(
+                    f"SELECT {_COLS}, s.score FROM (SELECT d.rid, d.ver, {schema}.match_bm25(d.rid, ?) AS score "
+                    f"FROM {table} d) s JOIN am_records r ON r.rid = s.rid AND r.ver = s.ver "
+                    f"WHERE s.score IS NOT NULL AND r.vec IS NOT NULL AND {where} "
+                    f"ORDER BY s.score DESC, r.rid LIMIT {int(k)}",
+                    [text, *params],
+                ).fetchall()
+                scored.extend((row, float(row[-1])) for row in rows)
+                stats = con.execute(f"SELECT num_docs, avgdl FROM {schema}.stats").fetchone()
+                if stats is not None:
+                    n_idx, avgdl_idx = int(stats[0]), float(stats[1] or 0.0)
+                df_idx = dict(
+                    con.execute(f"SELECT term, df FROM {schema}.dict WHERE term IN (SELECT unnest(?::VARCHAR[]))", [sorted(terms)]).fetchall()
+                )
+            watermark = 0 if fts is None else fts.watermark
+            (n_delta_all,) = con.execute(  # type: ignore[misc]
+                "SELECT count(*) FROM am_records WHERE vec IS NOT NULL AND ver > ?", [watermark]
+            ).fetchone()
+            delta_rows = con.execute(
+                f"SELECT {_COLS} FROM am_records r WHERE r.ver > ? AND r.vec IS NOT NULL AND {where}",
+                [watermark, *params],
+            ).fetchall()
+            self._maybe_start_builder()
+        if delta_rows:
+            docs = [Counter(tokenize(row[2])) for row in delta_rows]
+            n_docs = n_idx + int(n_delta_all)
+            total_len = avgdl_idx * n_idx + sum(sum(c.values()) for c in docs) * (int(n_delta_all) / len(docs))
+            avg_len = total_len / n_docs if n_docs else 1.0
+            df = {t: int(df_idx.get(t, 0)) + sum(1 for c in docs if t in c) for t in terms}
+            for row, counts in zip(delta_rows, docs):
+                score = bm25(counts, terms, df, n_docs, avg_len or 1.0)
+                if score > 0:
+                    scored.append((row, score))
+        hits = [Hit(record=decode_record(row), score=score) for row, score in scored]
+        hits.sort(key=lambda h: (-round(h.score or 0.0, 6), h.record.record_id))
+        return hits[:k]
+
+    # ---- derived indexes -----------------------------------------------------------------------
+    def build_indexes(self, *, force: bool = False) -> dict[str, bool]:
+        """Rebuild the stale derived indexes now, in the calling thread (waits for a background
+        build first). With ``force`` every index is rebuilt, ignoring ``*_min_rows``. Returns
+        which indexes were rebuilt. Call it after a bulk ingest to get the fast path at once."""
+        self._check_open()
+        if self._read_only:
+            raise BackendUnavailable("the DuckDB store was opened read_only; indexes cannot be built")
+        builder = self._builder
+        if builder is not None:
+            builder.join()
+        with self._build_lock:
+            cursor = self._new_cursor()
+            try:
+                jobs = self._due_jobs(force=force)
+                for job in jobs:
+                    self._build(cursor, job)
+            finally:
+                cursor.close()
+        return {"vector": "vector" in jobs, "fts": "fts" in jobs}
+
+    def wait_for_indexes(self, timeout: float | None = None) -> bool:
+        """Wait for a running background build; True when none is running any more."""
+        builder = self._builder
+        if builder is not None:
+            builder.join(timeout)
+            return not builder.is_alive()
+        return True
+
+    def _due_jobs(self, *, force: bool = False) -> list[str]:
+        jobs: list[str] = []
+        if self._vector_index:
+            stale = self._vec_changes - self._vec_changes_at_build
+            indexed = 0 if self._vidx is None else self._vidx.rows
+            if force and (self._vidx is None or stale > 0) and self._n_vectors > 0:
+                jobs.append("vector")
+            elif (
+                self._n_vectors >= self._vector_index_min_rows
+                and stale >= max(1_000.0, self._rebuild_fraction * indexed)
+            ):
+                jobs.append("vector")
+        stale = self._doc_changes - self._doc_changes_at_build
+        indexed = 0 if self._fts is None else self._fts.rows
+        if force and (self._fts is None or stale > 0) and self._n_vectors > 0:
+            jobs.append("fts")
+        elif self._n_vectors >= self._fts_min_rows and stale >= max(
+            min(1_000.0, float(self._fts_min_rows)), self._rebuild_fraction * indexed
+        ):
+            jobs.append("fts")
+        return jobs
+
+    def _maybe_start_builder(self) -> None:
+        """Start the background index builder when an index is due (called under the lock)."""
+        if not self._auto_index or self._stop.is_set() or self._builder is not None:
+            return
+        if time.monotonic() - self._last_build_failure < 60.0 or not self._due_jobs():
+            return
+        thread = threading.Thread(target=self._builder_main, name=f"agentmemory-duckdb-index:{self._path}", daemon=True)
+        self._builder = thread
+        thread.start()
+
+    def _builder_main(self) -> None:
+        try:
+            with self._build_lock:
+                cursor = self._new_cursor()
+                self._builder_cursor = cursor
+                try:
+                    while not self._stop.is_set():
+                        with self._lock:
+                            jobs = self._due_jobs()
+                        if not jobs:
+                            break
+                        for job in jobs:
+                            if self._stop.is_set():
+                                break
+                            self._build(cursor, job)
+                finally:
+                    self._builder_cursor = None
+                    cursor.close()
+        except Exception:  # noqa: BLE001 - a failed build only costs speed; reads stay exact
+            if not self._stop.is_set():
+                log.exception("agentmemory-duckdb: background index build failed; retrying later")
+                self._last_build_failure = time.monotonic()
+        finally:
+            with self._lock:
+                self._builder = None
+
+    def _new_cursor(self) -> duckdb.DuckDBPyConnection:
+        with self._lock:
+            cursor = self._conn().cursor()
+        if not self._memory:
+            cursor.execute("SET hnsw_enable_experimental_persistence = true")
+        return cursor
+
+    def _build(self, cursor: duckdb.DuckDBPyConnection, job: str) -> None:
+        """Build one snapshot index on ``cursor`` (autocommit, so foreground writes are not
+        blocked), then make it current under the store lock in one small transaction."""
+        prefix = "am_vidx" if job == "vector" else "am_fts"
+        table = ident(f"{prefix}_{secrets.token_hex(6)}")
+        with self._lock:
+            changes_at_start = self._vec_changes if job == "vector" else self._doc_changes
+        source = "vec" if job == "vector" else "content"
+        cursor.execute(f"CREATE TABLE {table} AS SELECT rid, ver, {source} FROM am_records WHERE vec IS NOT NULL")
+        try:
+            watermark, rows = cursor.execute(f"SELECT coalesce(max(ver), 0), count(*) FROM {table}").fetchone()  # type: ignore[misc]
+            if job == "vector":
+                if rows:
+                    cursor.execute(
+                        f"CREATE INDEX {table}_hnsw ON {table} USING HNSW (vec) WITH (metric = 'cosine', "
+                        f"M = {self._hnsw_m}, ef_construction = {self._hnsw_ef_construction})"
+                    )
+            elif rows:
+                cursor.execute(
+                    f"PRAGMA create_fts_index('{table}', 'rid', 'content', stemmer = 'none', stopwords = 'none', "
+                    f"ignore = '{_FTS_IGNORE}', strip_accents = 0, lower = 1, overwrite = 1)"
+                )
+            state = IndexState(table, int(watermark), int(rows))
+            with self._lock:
+                if self._stop.is_set() or self._con is None:
+                    raise _Cancelled
+                con = self._con
+                key = "vidx" if job == "vector" else "fts"
+                with _transaction(con):
+                    for name, value in ((f"{key}_table", state.table), (f"{key}_watermark", str(state.watermark)), (f"{key}_rows", str(state.rows))):
+                        con.execute("INSERT OR REPLACE INTO am_meta VALUES (?, ?)", [name, value])
+                old = self._vidx if job == "vector" else self._fts
+                if job == "vector":
+                    self._vidx, self._vec_changes_at_build = state, changes_at_start
+                else:
+                    self._fts, self._doc_changes_at_build = state, changes_at_start
+                if old is not None:
+                    _drop_snapshot(con, old.table)
+        except _Cancelled:
+            with contextlib.suppress(Exception):
+                _drop_snapshot(cursor, table)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                _drop_snapshot(cursor, table)
+            raise
+
+
+class _Cancelled(Exception):
+    """The store closed while an index was being built."""
+
+
+def _index_state(meta: dict[str, str], key: str) -> IndexState | None:
+    table = meta.get(f"{key}_table")
+    if not table:
+        return None
+    return IndexState(table, int(meta.get(f"{key}_watermark", "0")), int(meta.get(f"{key}_rows", "0")))
+
+
+def _drop_snapshot(con: duckdb.DuckDBPyConnection, table: str) -> None:
+    table = ident(table)
+    if table.startswith("am_fts_"):
+        con.execute(f"DROP SCHEMA IF EXISTS fts_main_{table} CASCADE")
+    con.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+@contextlib.contextmanager
+def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """BEGIN … COMMIT, rolled back on any exception (the batch lands whole or not at all)."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(duckdb.Error):
+            con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+@contextlib.contextmanager
+def _mapped_errors() -> Iterator[None]:
+    """Translate DuckDB exceptions into the framework's typed errors."""
+    try:
+        yield
+    except AgentMemoryError:
+        raise
+    except duckdb.TransactionException as exc:
+        raise TransientBackendError(f"DuckDB transaction conflict: {exc}") from exc
+    except duckdb.InterruptException as exc:
+        raise BackendUnavailable(f"DuckDB query interrupted: {exc}") from exc
+    except (duckdb.IOException, duckdb.ConnectionException) as exc:
+        raise BackendUnavailable(f"DuckDB I/O failure: {exc}") from exc
+    except duckdb.Error as exc:
+        raise BackendError(f"DuckDB error: {exc}") from exc
+
+
+__all__ = ["DuckDBStore", "IndexState", "SearchPlan"]
