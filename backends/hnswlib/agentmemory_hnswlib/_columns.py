@@ -1,0 +1,261 @@
+"""In-memory columns of every vector-bearing record: what scoped search needs, per query, fast.
+
+Each record that has a vector owns one dense *slot*: its index label, scope codes, status,
+expiry, sequence number, token count, metadata JSON and its unit vector. Deleting swaps the last
+slot into the hole, so the arrays stay dense and a filter is a handful of vectorised numpy
+comparisons. SQLite stays the source of truth; these columns are rebuilt from it on open.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+
+from agentmemory.filters import metadata_matches
+from agentmemory.records import RecordStatus, RecordType
+from agentmemory.spi import ANY, RecordFilter
+
+RECORD_TYPES: tuple[RecordType, ...] = tuple(RecordType)
+TYPE_CODE: dict[RecordType, int] = {t: i for i, t in enumerate(RECORD_TYPES)}
+STATUS_CODE: dict[RecordStatus, int] = {RecordStatus.VALID: 0, RecordStatus.INVALID: 1}
+NO_EXPIRY = int(np.iinfo(np.int64).max)
+"""``expires`` of a record that never expires: later than any instant."""
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_US = timedelta(microseconds=1)
+_CHUNK = 1024
+"""Rows gathered per step of an exact search: the buffer stays in cache, no page faults."""
+
+
+def to_us(value: datetime) -> int:
+    """Microseconds since the epoch, exact (naive datetimes are read as UTC)."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return (value - _EPOCH) // _US
+
+
+def unit(vector: np.ndarray) -> np.ndarray:
+    """``vector`` scaled to length 1, float32, computed exactly as the reference store does."""
+    arr = np.asarray(vector, dtype=np.float32)
+    return arr / np.float32(np.linalg.norm(arr))
+
+
+@dataclass(frozen=True)
+class VectorRow:
+    """One vector-bearing record as the columns hold it (built from a SQLite row)."""
+
+    label: int
+    record_id: str
+    record_type: str
+    user_id: str | None
+    agent_id: str | None
+    thread_id: str | None
+    status: str
+    expires_us: int | None
+    seq: int
+    ntok: int
+    metadata: str
+    embedding: bytes
+
+
+class Columns:
+    """Slot-indexed numpy columns plus the id and label maps that scoped search needs."""
+
+    def __init__(self, dimension: int, capacity: int = 1024) -> None:
+        self.dim = dimension
+        self.n = 0
+        cap = max(16, capacity)
+        self.labels = np.empty(cap, np.int64)
+        self.rtype = np.empty(cap, np.int8)
+        self.user = np.empty(cap, np.int32)
+        self.agent = np.empty(cap, np.int32)
+        self.thread = np.empty(cap, np.int32)
+        self.status = np.empty(cap, np.int8)
+        self.expires = np.empty(cap, np.int64)
+        self.seq = np.empty(cap, np.int64)
+        self.ntok = np.empty(cap, np.int64)
+        self.vectors = np.empty((cap, dimension), np.float32)
+        self.rids: list[str] = []
+        self.meta: list[str | None] = []
+        self.slot_of: dict[str, int] = {}
+        self.label_slot = np.full(1024, -1, np.int64)
+        self.codes: dict[str, int] = {}
+        self.total_tokens = 0
+        self._buf = np.empty((_CHUNK, dimension), np.float32)
+
+    # ---- maintenance ------------------------------------------------------------------------
+    def _code(self, value: str | None) -> int:
+        if value is None:
+            return 0
+        code = self.codes.get(value)
+        if code is None:
+            code = self.codes[value] = len(self.codes) + 1
+        return code
+
+    def _reserve(self, extra: int) -> None:
+        need = self.n + extra
+        cap = self.labels.shape[0]
+        if need > cap:
+            new = max(need, cap * 2)
+            for name in ("labels", "rtype", "user", "agent", "thread", "status", "expires", "seq", "ntok"):
+                old = getattr(self, name)
+                arr = np.empty(new, old.dtype)
+                arr[: self.n] = old[: self.n]
+                setattr(self, name, arr)
+            vecs = np.empty((new, self.dim), np.float32)
+            vecs[: self.n] = self.vectors[: self.n]
+            self.vectors = vecs
+
+    def _reserve_label(self, label: int) -> None:
+        if label >= self.label_slot.shape[0]:
+            arr = np.full(max(label + 1, self.label_slot.shape[0] * 2), -1, np.int64)
+            arr[: self.label_slot.shape[0]] = self.label_slot
+            self.label_slot = arr
+
+    def add(self, rows: Sequence[VectorRow]) -> np.ndarray:
+        """Append ``rows`` (their record ids must be new); return their slots."""
+        self._reserve(len(rows))
+        start = self.n
+        if rows:
+            self._reserve_label(max(r.label for r in rows))
+        for i, row in enumerate(rows):
+            slot = start + i
+            self.labels[slot] = row.label
+            self.rtype[slot] = TYPE_CODE[RecordType(row.record_type)]
+            self.user[slot] = self._code(row.user_id)
+            self.agent[slot] = self._code(row.agent_id)
+            self.thread[slot] = self._code(row.thread_id)
+            self.status[slot] = STATUS_CODE[RecordStatus(row.status)]
+            self.expires[slot] = NO_EXPIRY if row.expires_us is None else row.expires_us
+            self.seq[slot] = row.seq
+            self.ntok[slot] = row.ntok
+            self.vectors[slot] = np.frombuffer(row.embedding, dtype=np.float32)
+            self.rids.append(row.record_id)
+            self.meta.append(None if row.metadata == "{}" else row.metadata)
+            self.slot_of[row.record_id] = slot
+            self.label_slot[row.label] = slot
+            self.total_tokens += row.ntok
+        self.n = start + len(rows)
+        return np.arange(start, self.n)
+
+    def update(self, row: VectorRow) -> None:
+        """Refresh the mutable columns (status, expiry, metadata, tokens) of an existing slot."""
+        slot = self.slot_of[row.record_id]
+        self.status[slot] = STATUS_CODE[RecordStatus(row.status)]
+        self.expires[slot] = NO_EXPIRY if row.expires_us is None else row.expires_us
+        self.total_tokens += row.ntok - int(self.ntok[slot])
+        self.ntok[slot] = row.ntok
+        self.meta[slot] = None if row.metadata == "{}" else row.metadata
+
+    def remove(self, record_id: str) -> int:
+        """Drop the slot of ``record_id`` (swap-with-last); return the label it held."""
+        slot = self.slot_of.pop(record_id)
+        label = int(self.labels[slot])
+        self.label_slot[label] = -1
+        self.total_tokens -= int(self.ntok[slot])
+        last = self.n - 1
+        if slot != last:
+            for arr in (self.labels, self.rtype, self.user, self.agent, self.thread, self.status,
+                        self.expires, self.seq, self.ntok, self.vectors):
+                arr[slot] = arr[last]
+            moved = self.rids[last]
+            self.rids[slot] = moved
+            self.meta[slot] = self.meta[last]
+            self.slot_of[moved] = slot
+            self.label_slot[int(self.labels[slot])] = slot
+        self.rids.pop()
+        self.meta.pop()
+        self.n = last
+        return label
+
+    def label_of(self, record_id: str) -> int | None:
+        """The index label of ``record_id``'s vector, or None."""
+        slot = self.slot_of.get(record_id)
+        return None if slot is None else int(self.labels[slot])
+
+    # ---- filtering --------------------------------------------------------------------------
+    def mask(self, flt: RecordFilter) -> np.ndarray | None:
+        """Slots matching every condition of ``flt`` except the metadata filter (None = all)."""
+        n = self.n
+        out: np.ndarray | None = None
+
+        def both(cond: np.ndarray) -> None:
+            nonlocal out
+            out = cond if out is None else np.logical_and(out, cond, out=out)
+
+        if flt.record_ids is not None:
+            cond = np.zeros(n, bool)
+            slots = [s for s in (self.slot_of.get(r) for r in flt.record_ids) if s is not None]
+            cond[slots] = True
+            both(cond)
+        if flt.record_types is not None:
+            both(_isin(self.rtype[:n], [TYPE_CODE[RecordType(t)] for t in flt.record_types]))
+        for name, col in (("user_id", self.user), ("agent_id", self.agent), ("thread_id", self.thread)):
+            want = getattr(flt, name)
+            if want is ANY:
+                continue
+            code = 0 if want is None else self.codes.get(want)
+            if code is None:
+                return np.zeros(n, bool)
+            both(col[:n] == code)
+        if flt.statuses is not None:
+            both(_isin(self.status[:n], [STATUS_CODE[RecordStatus(s)] for s in flt.statuses]))
+        if flt.alive_at is not None:
+            both(self.expires[:n] > to_us(flt.alive_at))
+        if flt.expired_at is not None:
+            both(self.expires[:n] <= to_us(flt.expired_at))
+        if flt.min_seq is not None:
+            both(self.seq[:n] >= flt.min_seq)
+        if flt.max_seq is not None:
+            both(self.seq[:n] < flt.max_seq)
+        return out
+
+    def meta_ok(self, slots: Iterable[int], metadata_filter: dict[str, object]) -> np.ndarray:
+        """Which of ``slots`` satisfy ``metadata_filter`` (the reference matcher, in Python)."""
+        meta = self.meta
+        return np.fromiter(
+            (metadata_matches(json.loads(m) if (m := meta[s]) else {}, metadata_filter) for s in slots),
+            dtype=bool,
+        )
+
+    # ---- exact search -----------------------------------------------------------------------
+    def distances(self, query: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        """Cosine distances (float32, as the reference computes them) of ``slots`` to the unit
+        ``query``; gathered in cache-sized chunks so no large temporary is allocated."""
+        count = len(slots)
+        out = np.empty(count, np.float32)
+        buf = self._buf
+        for start in range(0, count, _CHUNK):
+            stop = min(count, start + _CHUNK)
+            chunk = buf[: stop - start]
+            np.take(self.vectors, slots[start:stop], axis=0, out=chunk)
+            np.dot(chunk, query, out=out[start:stop])
+        return np.float32(1.0) - out
+
+    def top_k(self, query: np.ndarray, slots: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """The ``k`` nearest of ``slots``: (slot, distance), ordered by (distance rounded to 6
+        decimals, record id) exactly like the reference store."""
+        if len(slots) == 0:
+            return []
+        dist = self.distances(query, slots)
+        if len(dist) > k:
+            part = np.argpartition(dist, k - 1)[:k]
+            bound = float(dist[part].max()) + 2e-6  # anything that could round to a tie
+            keep = np.flatnonzero(dist <= bound)
+        else:
+            keep = np.arange(len(dist))
+        rids = self.rids
+        ranked = sorted(
+            (round(float(dist[i]), 6), rids[int(slots[i])], int(slots[i]), float(dist[i])) for i in keep
+        )
+        return [(slot, d) for _, _, slot, d in ranked[:k]]
+
+
+def _isin(column: np.ndarray, codes: list[int]) -> np.ndarray:
+    if len(codes) == 1:
+        return column == codes[0]
+    return np.isin(column, codes)

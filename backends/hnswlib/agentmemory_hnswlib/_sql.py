@@ -1,0 +1,172 @@
+"""The SQLite side: schema, ``RecordFilter`` → SQL, and rows ↔ records.
+
+Records, vectors (unit float32 BLOBs), links and store metadata live in one SQLite file in WAL
+mode; it is the source of truth. Keyword search uses an FTS5 table whose rows are the reference
+tokenizer's tokens (``agentmemory.reference_store.tokenize``) joined by spaces under the ``ascii``
+tokenizer with ``_`` as a token character, so FTS5 splits them exactly as the reference does.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from agentmemory.filters import metadata_matches_json
+from agentmemory.records import Link, LinkType, Record, RecordStatus, RecordType
+from agentmemory.spi import ANY, RecordFilter
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS records (
+    rid INTEGER PRIMARY KEY,
+    record_id TEXT NOT NULL UNIQUE,
+    record_type TEXT NOT NULL,
+    content TEXT NOT NULL,
+    user_id TEXT,
+    agent_id TEXT,
+    thread_id TEXT,
+    role TEXT,
+    seq INTEGER NOT NULL UNIQUE,
+    timestamp TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    expires_at TEXT,
+    expires_us INTEGER,
+    status TEXT NOT NULL,
+    metadata TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS records_user ON records (user_id, seq);
+CREATE INDEX IF NOT EXISTS records_agent ON records (agent_id, seq);
+CREATE INDEX IF NOT EXISTS records_thread ON records (thread_id, seq);
+CREATE INDEX IF NOT EXISTS records_type ON records (record_type, seq);
+CREATE INDEX IF NOT EXISTS records_expires ON records (expires_us) WHERE expires_us IS NOT NULL;
+CREATE TABLE IF NOT EXISTS vectors (
+    label INTEGER PRIMARY KEY AUTOINCREMENT,
+    record_id TEXT NOT NULL UNIQUE,
+    ntok INTEGER NOT NULL,
+    embedding BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS links (
+    link_id TEXT PRIMARY KEY,
+    source_id TEXT NOT NULL,
+    target_id TEXT NOT NULL,
+    link_type TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    lo TEXT NOT NULL,
+    hi TEXT NOT NULL,
+    UNIQUE (lo, hi)
+);
+CREATE INDEX IF NOT EXISTS links_source ON links (source_id);
+CREATE INDEX IF NOT EXISTS links_target ON links (target_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5 (body, tokenize = "ascii tokenchars '_'");
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_inst USING fts5vocab (fts, instance);
+"""
+
+RECORD_COLUMNS = (
+    "record_id, record_type, content, user_id, agent_id, thread_id, role, seq, timestamp, "
+    "created_at, expires_at, status, metadata"
+)
+VECTOR_ROW_SQL = (
+    "SELECT v.label, r.record_id, r.record_type, r.user_id, r.agent_id, r.thread_id, r.status, "
+    "r.expires_us, r.seq, v.ntok, r.metadata, v.embedding FROM vectors v "
+    "JOIN records r ON r.record_id = v.record_id"
+)
+LINK_COLUMNS = "link_id, source_id, target_id, link_type, created_at, metadata"
+
+META_UDF = "am_metadata_matches"
+
+
+def register_functions(con: Any) -> None:
+    """Register the reference metadata matcher as a deterministic SQL function."""
+    con.create_function(META_UDF, 2, _udf_metadata_matches, deterministic=True)
+
+
+def _udf_metadata_matches(metadata_json: str | None, filter_json: str) -> int:
+    return 1 if metadata_matches_json(metadata_json, filter_json) else 0
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text as stored (non-ASCII kept, NaN refused)."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def where(flt: RecordFilter, to_us: Any) -> tuple[str, list[Any]]:
+    """The WHERE clause (over ``records``) and parameters expressing ``flt`` exactly as the
+    reference ``record_matches`` does."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if flt.record_ids is not None:
+        clauses.append("record_id IN (SELECT value FROM json_each(?))")
+        params.append(json.dumps(list(flt.record_ids)))
+    if flt.record_types is not None:
+        clauses.append("record_type IN (SELECT value FROM json_each(?))")
+        params.append(json.dumps(sorted(RecordType(t).value for t in flt.record_types)))
+    for dim in ("user_id", "agent_id", "thread_id"):
+        want = getattr(flt, dim)
+        if want is ANY:
+            continue
+        if want is None:
+            clauses.append(f"{dim} IS NULL")
+        else:
+            clauses.append(f"{dim} = ?")
+            params.append(want)
+    if flt.statuses is not None:
+        clauses.append("status IN (SELECT value FROM json_each(?))")
+        params.append(json.dumps(sorted(RecordStatus(s).value for s in flt.statuses)))
+    if flt.alive_at is not None:
+        clauses.append("(expires_us IS NULL OR expires_us > ?)")
+        params.append(to_us(flt.alive_at))
+    if flt.expired_at is not None:
+        clauses.append("(expires_us IS NOT NULL AND expires_us <= ?)")
+        params.append(to_us(flt.expired_at))
+    if flt.min_seq is not None:
+        clauses.append("seq >= ?")
+        params.append(flt.min_seq)
+    if flt.max_seq is not None:
+        clauses.append("seq < ?")
+        params.append(flt.max_seq)
+    if flt.metadata_filter is not None:
+        clauses.append(f"{META_UDF}(metadata, ?)")
+        params.append(dumps(flt.metadata_filter))
+    return (" AND ".join(clauses) if clauses else "1"), params
+
+
+def _dt(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text)
+
+
+def row_to_record(row: tuple[Any, ...]) -> Record:
+    """A ``Record`` from a row of ``RECORD_COLUMNS`` (values were validated when written)."""
+    (record_id, record_type, content, user_id, agent_id, thread_id, role, seq, timestamp,
+     created_at, expires_at, status, metadata) = row
+    return Record.model_construct(
+        record_id=record_id,
+        record_type=RecordType(record_type),
+        content=content,
+        user_id=user_id,
+        agent_id=agent_id,
+        thread_id=thread_id,
+        role=role,
+        seq=seq,
+        timestamp=datetime.fromisoformat(timestamp),
+        created_at=datetime.fromisoformat(created_at),
+        expires_at=_dt(expires_at),
+        status=RecordStatus(status),
+        metadata=json.loads(metadata),
+    )
+
+
+def row_to_link(row: tuple[Any, ...]) -> Link:
+    """A ``Link`` from a row of ``LINK_COLUMNS``."""
+    link_id, source_id, target_id, link_type, created_at, metadata = row
+    return Link.model_construct(
+        link_id=link_id,
+        source_id=source_id,
+        target_id=target_id,
+        link_type=LinkType(link_type),
+        created_at=datetime.fromisoformat(created_at),
+        metadata=json.loads(metadata),
+    )
