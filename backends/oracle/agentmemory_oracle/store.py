@@ -1,0 +1,571 @@
+"""``OracleStore``: the agentmemory store SPI on Oracle AI Database 23ai+ (python-oracledb thin).
+
+Construct it from a pool you already have (the seed documents' style)::
+
+    pool = oracledb.create_pool(user=..., password=..., dsn="localhost:1521/FREEPDB1")
+    store = OracleStore(pool=pool, memory_store_id="T_CARD_CONTENT")
+
+or from connection parameters (the store then owns a sync pool and, per event loop, an
+``oracledb.create_pool_async`` pool for the native async twins)::
+
+    store = OracleStore(user="am", password="...", dsn="localhost:1521/FREEPDB1")
+    store = OracleStore.from_uri("oracle://am:secret@localhost:1521/FREEPDB1?memory_store_id=DEMO")
+
+Every operation is a plan from ``plans`` run by a sync or async driver here: one transaction per
+``WriteBatch`` (commit at the end, rollback on any error), LOBs fetched as values, JSON bound as
+``DB_TYPE_JSON``, vectors as ``array('f')``, driver errors mapped to agentmemory's typed errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import warnings
+import weakref
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+import numpy as np
+import oracledb
+from agentmemory.errors import AgentMemoryError, BackendUnavailable, InvalidArgument
+from agentmemory.records import Link, Record
+from agentmemory.spi import (
+    Capability,
+    Hit,
+    MemoryStore,
+    Order,
+    RecordFilter,
+    SchemaPolicy,
+    StoreInfo,
+    WriteBatch,
+)
+
+from . import ddl, plans
+from . import sql as q
+from .errors import map_error
+from .names import StoreNames
+
+log = logging.getLogger(__name__)
+
+MIN_SERVER_MAJOR = 23
+_DB_TYPES = {
+    "json": oracledb.DB_TYPE_JSON,
+    "vector": oracledb.DB_TYPE_VECTOR,
+    "timestamp": oracledb.DB_TYPE_TIMESTAMP,
+}
+_INT_OPTIONS = (
+    "pool_min",
+    "pool_max",
+    "pool_increment",
+    "exact_search_threshold",
+    "target_accuracy",
+    "hnsw_neighbors",
+    "hnsw_efconstruction",
+)
+_BOOL_OPTIONS = ("vector_index", "text_index", "metadata_index")
+
+
+def _as_int(name: str, value: Any) -> int:
+    if isinstance(value, bool):
+        raise InvalidArgument(name, f"must be an int, got {value!r}")
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise InvalidArgument(name, f"must be an int, got {value!r}") from None
+
+
+def _as_bool(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on"):
+        return True
+    if isinstance(value, str) and value.strip().lower() in ("0", "false", "no", "off"):
+        return False
+    raise InvalidArgument(name, f"must be a bool, got {value!r}")
+
+
+def _input_sizes(types: dict[str, str]) -> dict[str, Any]:
+    return {name: _DB_TYPES[kind] for name, kind in types.items()}
+
+
+# ---- drivers ----------------------------------------------------------------------------------
+def _execute_sync(conn: Any, stmt: q.Statement) -> Any:
+    cursor = conn.cursor()
+    try:
+        sizes = _input_sizes(stmt.types)
+        if isinstance(stmt, q.ExecuteMany):
+            if not stmt.rows:
+                return []
+            if sizes:
+                cursor.setinputsizes(**sizes)
+            cursor.executemany(stmt.sql, stmt.rows, arraydmlrowcounts=stmt.rowcounts)
+            return list(cursor.getarraydmlrowcounts()) if stmt.rowcounts else []
+        if sizes:
+            cursor.setinputsizes(**sizes)
+        if isinstance(stmt, q.Fetch):
+            cursor.execute(stmt.sql, stmt.binds or None, fetch_lobs=False)
+            return cursor.fetchall()
+        cursor.execute(stmt.sql, stmt.binds or None)
+        return cursor.rowcount
+    finally:
+        cursor.close()
+
+
+async def _execute_async(conn: Any, stmt: q.Statement) -> Any:
+    cursor = conn.cursor()
+    try:
+        sizes = _input_sizes(stmt.types)
+        if isinstance(stmt, q.ExecuteMany):
+            if not stmt.rows:
+                return []
+            if sizes:
+                cursor.setinputsizes(**sizes)
+            await cursor.executemany(stmt.sql, stmt.rows, arraydmlrowcounts=stmt.rowcounts)
+            return list(cursor.getarraydmlrowcounts()) if stmt.rowcounts else []
+        if sizes:
+            cursor.setinputsizes(**sizes)
+        if isinstance(stmt, q.Fetch):
+            await cursor.execute(stmt.sql, stmt.binds or None, fetch_lobs=False)
+            return await cursor.fetchall()
+        await cursor.execute(stmt.sql, stmt.binds or None)
+        return cursor.rowcount
+    finally:
+        cursor.close()
+
+
+def drive_sync(conn: Any, plan: plans.Plan[Any], operation: str = "operation") -> Any:
+    """Run ``plan`` on a sync connection; driver errors are mapped and thrown into the plan."""
+    result: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            stmt = plan.send(result) if error is None else plan.throw(error)
+        except StopIteration as stop:
+            return stop.value
+        result, error = None, None
+        try:
+            result = _execute_sync(conn, stmt)
+        except oracledb.Error as exc:
+            error = map_error(exc, operation=operation)
+            error.__cause__ = exc
+
+
+async def drive_async(conn: Any, plan: plans.Plan[Any], operation: str = "operation") -> Any:
+    """Run ``plan`` on an async connection (same contract as ``drive_sync``)."""
+    result: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            stmt = plan.send(result) if error is None else plan.throw(error)
+        except StopIteration as stop:
+            return stop.value
+        result, error = None, None
+        try:
+            result = await _execute_async(conn, stmt)
+        except oracledb.Error as exc:
+            error = map_error(exc, operation=operation)
+            error.__cause__ = exc
+
+
+# ---- the store ----------------------------------------------------------------------------------
+class OracleStore(MemoryStore):
+    """Records, links, vector (HNSW through ``FETCH APPROX``, exact fallback) and Oracle Text
+    keyword search in one named Oracle memory store (a set of tables sharing a prefix)."""
+
+    name = "oracle"
+    min_recall_at_10 = 0.9
+    """Approximate search (only above ``exact_search_threshold`` candidates) targets 95% accuracy."""
+
+    def __init__(
+        self,
+        pool: Any = None,
+        *,
+        connection: Any = None,
+        async_pool: Any = None,
+        user: str | None = None,
+        password: str | None = None,
+        dsn: str | None = None,
+        memory_store_id: str | None = None,
+        pool_min: int = 1,
+        pool_max: int = 8,
+        pool_increment: int = 1,
+        exact_search_threshold: int = 1000,
+        target_accuracy: int = 95,
+        hnsw_neighbors: int = 16,
+        hnsw_efconstruction: int = 200,
+        vector_index: bool = True,
+        text_index: bool = True,
+        metadata_index: bool = True,
+        **connect_params: Any,
+    ) -> None:
+        super().__init__()
+        if pool is not None and connection is not None:
+            raise InvalidArgument("connection", "pass either pool= or connection=, not both")
+        source = pool if pool is not None else connection
+        if source is not None and isinstance(source, (oracledb.AsyncConnectionPool, oracledb.AsyncConnection)):
+            raise InvalidArgument("pool", "pass async pools as async_pool=; pool= takes a sync pool or connection")
+        if source is not None and not hasattr(source, "cursor") and not hasattr(source, "acquire"):
+            raise InvalidArgument("pool", f"must be an oracledb ConnectionPool or Connection, got {type(source).__name__}")
+        if async_pool is not None and not isinstance(async_pool, oracledb.AsyncConnectionPool):
+            raise InvalidArgument("async_pool", f"must be an oracledb.AsyncConnectionPool, got {type(async_pool).__name__}")
+        if source is None and not dsn:
+            raise InvalidArgument("dsn", "give pool= (or connection=), or connection parameters with dsn=")
+        self._names = StoreNames.for_store(memory_store_id)
+        self._source = source
+        self._async_source = async_pool
+        self._user, self._password, self._dsn = user, password, dsn
+        self._connect_params = dict(connect_params)
+        self._pool_min = _as_int("pool_min", pool_min)
+        self._pool_max = _as_int("pool_max", pool_max)
+        self._pool_increment = _as_int("pool_increment", pool_increment)
+        if self._pool_min < 0 or self._pool_max < max(1, self._pool_min):
+            raise InvalidArgument("pool_max", "need 0 <= pool_min <= pool_max and pool_max >= 1")
+        threshold = _as_int("exact_search_threshold", exact_search_threshold)
+        if threshold < 0:
+            raise InvalidArgument("exact_search_threshold", "must be >= 0")
+        try:
+            self._index_options = ddl.IndexOptions(
+                vector_index=_as_bool("vector_index", vector_index),
+                hnsw_neighbors=_as_int("hnsw_neighbors", hnsw_neighbors),
+                hnsw_efconstruction=_as_int("hnsw_efconstruction", hnsw_efconstruction),
+                target_accuracy=_as_int("target_accuracy", target_accuracy),
+                text_index=_as_bool("text_index", text_index),
+                metadata_index=_as_bool("metadata_index", metadata_index),
+            )
+        except ValueError as exc:
+            raise InvalidArgument("index options", str(exc)) from None
+        self._exact_threshold = threshold
+        self._pool: Any = None  # the sync pool or connection in use
+        self._owns_pool = False
+        self._conn_lock = threading.Lock()  # serialises a single shared connection
+        self._async_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+        self._async_lock = threading.Lock()
+        self._features: set[str] = set()
+        self._schema_version: int | None = None
+        self._server_version: str | None = None
+        self.open_warnings: list[str] = []
+
+    # ---- construction ---------------------------------------------------------------------------
+    @classmethod
+    def from_uri(cls, uri: str) -> OracleStore:
+        """``oracle://user:password@host[:port]/service[?memory_store_id=X&option=value]``.
+
+        Percent-encode special characters of the password. ``?dsn=...`` overrides the host part
+        (for a TNS alias or a full connect descriptor).
+        """
+        parts = urlsplit(uri)
+        if parts.scheme != "oracle":
+            raise InvalidArgument("store", f"expected an oracle:// URI, got {uri!r}")
+        options: dict[str, Any] = dict(parse_qsl(parts.query, keep_blank_values=True))
+        unknown = set(options) - {"dsn", "memory_store_id", *_INT_OPTIONS, *_BOOL_OPTIONS}
+        if unknown:
+            raise InvalidArgument("store", f"unknown oracle:// option(s): {', '.join(sorted(unknown))}")
+        if parts.username:
+            options["user"] = unquote(parts.username)
+        if parts.password is not None:
+            options["password"] = unquote(parts.password)
+        if "dsn" not in options:
+            host = parts.hostname or ""
+            service = parts.path.lstrip("/")
+            if not host:
+                raise InvalidArgument("store", f"{uri!r} names no host (oracle://user:pass@host:port/service)")
+            host_part = f"[{host}]" if ":" in host else host
+            port = parts.port or 1521
+            options["dsn"] = f"{host_part}:{port}/{service}" if service else f"{host_part}:{port}"
+        return cls(**options)
+
+    # ---- connections ----------------------------------------------------------------------------
+    def _make_pool(self) -> Any:
+        try:
+            return oracledb.create_pool(
+                user=self._user,
+                password=self._password,
+                dsn=self._dsn,
+                min=self._pool_min,
+                max=self._pool_max,
+                increment=self._pool_increment,
+                **self._connect_params,
+            )
+        except oracledb.Error as exc:
+            raise map_error(exc, operation="connect") from exc
+
+    @contextmanager
+    def _connection(self) -> Iterator[Any]:
+        pool = self._pool
+        if pool is None:
+            raise BackendUnavailable(f"store {self.name!r} is not open")
+        if not hasattr(pool, "acquire"):  # a single shared connection
+            with self._conn_lock:
+                yield pool
+            return
+        try:
+            conn = pool.acquire()
+        except oracledb.Error as exc:
+            raise map_error(exc, operation="connect") from exc
+        try:
+            yield conn
+        finally:
+            try:
+                pool.release(conn)
+            except oracledb.Error:  # a dead connection: the pool drops it
+                log.debug("release of a broken connection failed", exc_info=True)
+
+    def _run(self, plan: plans.Plan[Any], operation: str, *, write: bool = False) -> Any:
+        with self._connection() as conn:
+            try:
+                result = drive_sync(conn, plan, operation)
+                if write:
+                    conn.commit()
+                return result
+            except BaseException as exc:
+                if write:
+                    try:
+                        conn.rollback()
+                    except oracledb.Error:
+                        log.debug("rollback failed", exc_info=True)
+                if isinstance(exc, oracledb.Error):
+                    raise map_error(exc, operation=operation) from exc
+                raise
+
+    def _async_pool(self) -> Any:
+        """The async pool for the running event loop, or None to fall back to worker threads."""
+        if self._async_source is not None:
+            return self._async_source
+        if self._source is not None or not self._dsn:
+            return None  # built from a caller's sync pool: no credentials for an async pool
+        loop = asyncio.get_running_loop()
+        with self._async_lock:
+            pool = self._async_pools.get(loop)
+            if pool is None:
+                try:
+                    pool = oracledb.create_pool_async(
+                        user=self._user,
+                        password=self._password,
+                        dsn=self._dsn,
+                        min=0,
+                        max=self._pool_max,
+                        increment=1,
+                        **self._connect_params,
+                    )
+                except oracledb.Error as exc:
+                    raise map_error(exc, operation="connect") from exc
+                self._async_pools[loop] = pool
+            return pool
+
+    async def _arun(self, plan: plans.Plan[Any], operation: str, *, write: bool = False) -> Any:
+        self._check_open()
+        pool = self._async_pool()
+        if pool is None:
+            return await asyncio.to_thread(self._run, plan, operation, write=write)
+        try:
+            conn = await pool.acquire()
+        except oracledb.Error as exc:
+            raise map_error(exc, operation="connect") from exc
+        try:
+            result = await drive_async(conn, plan, operation)
+            if write:
+                await conn.commit()
+            return result
+        except BaseException as exc:
+            if write:
+                try:
+                    await conn.rollback()
+                except oracledb.Error:
+                    log.debug("async rollback failed", exc_info=True)
+            if isinstance(exc, oracledb.Error):
+                raise map_error(exc, operation=operation) from exc
+            raise
+        finally:
+            try:
+                await pool.release(conn)
+            except oracledb.Error:
+                log.debug("async release failed", exc_info=True)
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+    def capabilities(self) -> frozenset[Capability]:
+        caps = {Capability.PERSISTENCE, Capability.CONCURRENT_WRITERS}
+        opened = self._schema_version is not None
+        if (opened and "text_index" in self._features) or (not opened and self._index_options.text_index):
+            caps.add(Capability.KEYWORD_SEARCH)
+        if (opened and "vector_index" in self._features) or (not opened and self._index_options.vector_index):
+            caps.add(Capability.APPROXIMATE_SEARCH)
+        return frozenset(caps)
+
+    def _open(self, dimension: int, schema_policy: SchemaPolicy) -> None:
+        if self._source is not None:
+            self._pool, self._owns_pool = self._source, False
+        else:
+            self._pool, self._owns_pool = self._make_pool(), True
+        try:
+            with self._connection() as conn:
+                self._check_server(conn)
+            result: plans.OpenResult = self._run(
+                plans.open_plan(self._names, dimension, schema_policy, self._index_options, datetime.now(timezone.utc)),
+                "open",
+                write=True,
+            )
+        except BaseException:
+            self._release_pools()
+            raise
+        self._schema_version = result.schema_version
+        self._features = set(result.features)
+        self.open_warnings = list(result.warnings)
+        for message in result.warnings:
+            warnings.warn(f"agentmemory-oracle ({self._names.store_id}): {message}", RuntimeWarning, stacklevel=3)
+        if self._index_options.vector_index and "vector_index" not in self._features:
+            log.warning("store %s: no usable HNSW index; vector search is exact", self._names.store_id)
+        if self._index_options.text_index and "text_index" not in self._features:
+            log.warning("store %s: no usable Oracle Text index; keyword search is disabled", self._names.store_id)
+
+    def _check_server(self, conn: Any) -> None:
+        """Require Database 23ai+ (VECTOR type) and warn when the session does not sort binary."""
+        version = str(getattr(conn, "version", "") or "")
+        self._server_version = version or None
+        try:
+            major = int(version.split(".")[0])
+        except ValueError:
+            major = MIN_SERVER_MAJOR
+        if major < MIN_SERVER_MAJOR:
+            raise BackendUnavailable(f"Oracle Database {version} is too old: the VECTOR type needs 23ai or later")
+        try:
+            rows = drive_sync(
+                conn,
+                _single(
+                    q.Fetch(
+                        "SELECT parameter, value FROM nls_session_parameters "
+                        "WHERE parameter IN ('NLS_COMP', 'NLS_SORT')"
+                    )
+                ),
+                "open",
+            )
+        except AgentMemoryError:
+            return
+        odd = {str(p): str(v) for p, v in rows if str(v).upper() != "BINARY"}
+        if odd:
+            warnings.warn(
+                f"agentmemory-oracle: session NLS settings {odd} are not BINARY; id comparisons may be "
+                "linguistic. Use sessions with NLS_COMP=BINARY and NLS_SORT=BINARY.",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+
+    def _release_pools(self) -> None:
+        pool, owned = self._pool, self._owns_pool
+        self._pool, self._owns_pool = None, False
+        if owned and pool is not None:
+            try:
+                pool.close(force=True)
+            except oracledb.Error:
+                log.debug("closing the pool failed", exc_info=True)
+        with self._async_lock:
+            self._async_pools = weakref.WeakKeyDictionary()
+
+    def _close(self) -> None:
+        self._release_pools()
+        self._schema_version = None
+
+    async def aclose(self) -> None:
+        """Close this loop's async pool natively, then the sync side."""
+        try:
+            loop = asyncio.get_running_loop()
+            with self._async_lock:
+                pool = self._async_pools.pop(loop, None)
+            if pool is not None:
+                await pool.close(force=True)
+        except oracledb.Error:
+            log.debug("closing the async pool failed", exc_info=True)
+        await asyncio.to_thread(self.close)
+
+    def info(self) -> StoreInfo:
+        return StoreInfo(
+            name=self.name,
+            dimension=self.dimension,
+            path=self._dsn,
+            extra={
+                "memory_store_id": self._names.store_id,
+                "schema_version": self._schema_version,
+                "server_version": self._server_version,
+                "features": sorted(self._features),
+                "exact_search_threshold": self._exact_threshold,
+                "warnings": list(self.open_warnings),
+            },
+        )
+
+    @property
+    def memory_store_id(self) -> str:
+        """The (upper-cased) store id; tables are named ``<ID>_RECORD`` and so on."""
+        return self._names.store_id
+
+    def drop(self) -> list[str]:
+        """Drop every table and sequence of this memory store (irreversible); returns their names.
+
+        Works on an open or a never-opened store; an open store is closed first.
+        """
+        if self.is_open:
+            self.close()
+        temporary = self._pool is None
+        if temporary:
+            self._pool, self._owns_pool = (self._source, False) if self._source is not None else (self._make_pool(), True)
+        try:
+            return list(self._run(plans.drop_plan(self._names), "drop", write=True))
+        finally:
+            if temporary:
+                self._release_pools()
+
+    def _planner(self) -> plans.VectorPlanner:
+        return plans.VectorPlanner(
+            index_available="vector_index" in self._features,
+            exact_threshold=self._exact_threshold,
+            target_accuracy=self._index_options.target_accuracy,
+        )
+
+    # ---- SPI ------------------------------------------------------------------------------------
+    def _write(self, batch: WriteBatch) -> list[Record]:
+        return list(self._run(plans.write_plan(self._names, batch), "write", write=True))
+
+    def _query(self, filter: RecordFilter, order: Order, limit: int | None, offset: int) -> list[Record]:
+        return list(self._run(plans.query_plan(self._names, filter, order, limit, offset), "query"))
+
+    def _count(self, filter: RecordFilter) -> int:
+        return int(self._run(plans.count_plan(self._names, filter), "count"))
+
+    def _links(self, record_ids: Sequence[str] | None, link_ids: Sequence[str] | None) -> list[Link]:
+        return list(self._run(plans.links_plan(self._names, record_ids, link_ids), "links"))
+
+    def _vector_search(self, vector: np.ndarray, filter: RecordFilter, k: int) -> list[Hit]:
+        return list(self._run(plans.vector_plan(self._names, vector, filter, k, self._planner()), "vector search"))
+
+    def _keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
+        return list(self._run(plans.keyword_plan(self._names, text, filter, k), "keyword search"))
+
+    async def _awrite(self, batch: WriteBatch) -> list[Record]:
+        return list(await self._arun(plans.write_plan(self._names, batch), "write", write=True))
+
+    async def _aquery(self, filter: RecordFilter, order: Order, limit: int | None, offset: int) -> list[Record]:
+        return list(await self._arun(plans.query_plan(self._names, filter, order, limit, offset), "query"))
+
+    async def _acount(self, filter: RecordFilter) -> int:
+        return int(await self._arun(plans.count_plan(self._names, filter), "count"))
+
+    async def _alinks(self, record_ids: Sequence[str] | None, link_ids: Sequence[str] | None) -> list[Link]:
+        return list(await self._arun(plans.links_plan(self._names, record_ids, link_ids), "links"))
+
+    async def _avector_search(self, vector: np.ndarray, filter: RecordFilter, k: int) -> list[Hit]:
+        plan = plans.vector_plan(self._names, vector, filter, k, self._planner())
+        return list(await self._arun(plan, "vector search"))
+
+    async def _akeyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
+        return list(await self._arun(plans.keyword_plan(self._names, text, filter, k), "keyword search"))
+
+    def __repr__(self) -> str:
+        return f"OracleStore(memory_store_id={self._names.store_id!r}, dsn={self._dsn!r})"
+
+
+def _single(stmt: q.Statement) -> plans.Plan[Any]:
+    """A plan of one statement (returns its result)."""
+    result = yield stmt
+    return result
