@@ -139,6 +139,12 @@ def twin(mode: str) -> Callable[[Any], Twin]:
 
 
 @pytest.fixture
+def twin_of() -> Callable[[Any, str], Twin]:
+    """``twin_of(obj, mode)``: wrap an object in an explicit mode (for sync-vs-async comparisons)."""
+    return Twin
+
+
+@pytest.fixture
 def make_client(clock: FakeClock) -> Callable[..., AgentMemory]:
     """Factory for clients with other settings (retention, config) on the shared clock."""
     made: list[AgentMemory] = []
