@@ -179,3 +179,15 @@ async def test_link_errors_write_nothing(mem, client, snapshot):
         await mem.update_record_link("l1", link_type="bogus")
     assert err.value.argument == "link_type"
     assert snapshot(client) == before
+
+
+@pytest.mark.xfail(strict=True, reason="core bug: client._update_link_op keeps the old invalidation_reason when a "
+                   "lifecycle link changes to another lifecycle type (supersedes -> duplicates)")
+async def test_retyped_lifecycle_link_updates_the_reason(mem):
+    await mem.add_memory("old entry", user_id="u1", memory_id="old")
+    await mem.add_memory("new entry", user_id="u1", memory_id="new")
+    link = await mem.link_records("new", "old", "supersedes")
+    await mem.update_record_link(link.link_id, link_type="duplicates")
+    (hit,) = await mem.search("old entry", user_id="u1", max_results=1)
+    assert hit.record.record_id == "old"
+    assert "<invalidation_reason>duplicates new</invalidation_reason>" in hit.formatted_content
