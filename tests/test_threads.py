@@ -199,3 +199,17 @@ async def test_delete_thread_removes_everything_of_the_thread(mem, client):
     hits = await mem.search("alpha", user_id="u1")
     assert {h.record.thread_id for h in hits} <= {"t2", None}
     assert await mem.delete_thread("t1") == 0
+
+
+async def test_delete_thread_removes_its_summary(mem, client, snapshot):
+    from agentmemory.ids import summary_record_id
+    from agentmemory.records import Record, RecordType
+    from agentmemory.spi import NewRecord, WriteBatch
+
+    await mem.create_thread("t1", user_id="u1")
+    now = client.now()
+    summary = Record(record_id=summary_record_id("t1"), record_type=RecordType.SUMMARY, content="running summary",
+                     user_id="u1", thread_id="t1", timestamp=now, created_at=now)
+    client.store.write(WriteBatch(add=[NewRecord(summary)]))
+    assert await mem.delete_thread("t1") == 2
+    assert snapshot(client) == ([], [])
