@@ -297,8 +297,9 @@ def test_min_by_type_reserves_slots_within_max_without_duplicates(new_client: Ca
     assert {RecordType.PREFERENCE, RecordType.GUIDELINE, RecordType.MESSAGE} <= set(types)
     ids = [r.record.record_id for r in reserved.relevant]
     assert len(set(ids)) == len(ids)
-    root = parse(reserved)
-    assert [el.tag for el in root.find("relevant_information")] == [t.value for t in types]
+    info = parse(reserved).find("relevant_information")
+    assert info is not None
+    assert [el.tag for el in info] == [t.value for t in types]
 
 
 def test_minimums_never_exceed_max_relevant_results(new_client: Callable[..., AgentMemory]) -> None:

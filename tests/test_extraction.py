@@ -454,7 +454,7 @@ def test_background_failure_is_reraised_by_wait_not_lost(new_client: Callable[..
 
 async def test_background_mode_from_async_code(new_client: Callable[..., AgentMemory], brain: Brain) -> None:
     brain.extraction = lambda req: {"memories": [fact("The user drinks green tea.", kind="preference")]}
-    client = new_client(memory_extraction_config=MemoryExtractionConfig(extraction_mode="background", enable_context_summary=False))
+    client = new_client(memory_extraction_config=MemoryExtractionConfig(extraction_mode="background", enable_context_summary=False))  # type: ignore[arg-type]  # strings are accepted
     thread = await client.create_thread_async(thread_id="t", user_id="u")
     await thread.add_messages_async([{"role": "user", "content": "I drink green tea."}])
     assert await client.wait_for_memory_extraction_async(timeout=5) is True
@@ -552,7 +552,7 @@ def test_post_extraction_without_candidates_makes_no_link_call(new_client: Calla
 
 def test_disabled_linking_makes_no_link_call_and_ignores_proposed_links(new_client: Callable[..., AgentMemory], brain: Brain) -> None:
     client = new_client(memory_extraction_config=MemoryExtractionConfig(
-        memory_link_extraction_mode="disabled", enable_context_summary=False))
+        memory_link_extraction_mode="disabled", enable_context_summary=False))  # type: ignore[arg-type]  # strings are accepted
     old = seed_old_color(client)
     brain.extraction = lambda req: {"memories": [fact("The user's favourite colour is green.", kind="preference", slot="user.favourite_colour",
                                                       links=[{"target_id": old, "link_type": "supersedes"}])]}
