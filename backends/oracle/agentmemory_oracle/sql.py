@@ -61,7 +61,8 @@ NLS_BINARY = "'NLS_SORT=BINARY'"
 
 TEXT_QUERY_MAX_TERMS = 64
 TEXT_TERM_MAX_BYTES = 64
-_WORD = re.compile(r"\w+", re.UNICODE)
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+"""Letters and digits: the reference's ``\\w+`` tokens split at ``_``, as Oracle Text's lexer does."""
 
 
 # ---- statements --------------------------------------------------------------------------
@@ -393,8 +394,9 @@ def vector_search(
 def text_query(text: str) -> str | None:
     """An Oracle Text query that matches any word of ``text`` literally, or None if it has none.
 
-    Words are ``\\w+`` tokens (the reference tokenizer), lower-cased, de-duplicated, each wrapped
-    in ``{…}`` (Oracle Text's escape: a ``\\w`` token cannot contain ``}``) and joined with
+    Words are runs of letters and digits (the reference's ``\\w+`` tokens split at ``_``, like
+    Oracle Text's BASIC_LEXER), lower-cased, de-duplicated, each wrapped in ``{…}`` (Oracle Text's
+    escape: such a token cannot contain ``}``), at most 64 bytes each, and joined with
     ``ACCUM`` so documents matching more words score higher. The result is always bound, never
     pasted into SQL.
     """

@@ -1,0 +1,138 @@
+"""Store naming, DDL per options, drop order and migration planning."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from agentmemory.errors import InvalidArgument
+from agentmemory_oracle import ddl
+from agentmemory_oracle.names import DEFAULT_STORE_ID, StoreNames, validate_store_id
+
+
+@pytest.mark.parametrize("good", ["a", "T_CARD_CONTENT", "mem_01", "X" * 16, "t_mem_extraction"])
+def test_valid_store_ids_are_upper_cased(good: str) -> None:
+    assert validate_store_id(good) == good.upper()
+    names = StoreNames.for_store(good)
+    assert names.record == f"{good.upper()}_RECORD"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "",
+        "1abc",
+        "_abc",
+        "a-b",
+        "a b",
+        "a;DROP",
+        'a"b',
+        "a'b",
+        "X" * 17,
+        "é",
+        "ａ",  # full-width letter: not ASCII
+        "a\x00",
+        "a--",
+        "a/*",
+        12,
+        b"abc",
+    ],
+)
+def test_invalid_store_ids_are_rejected_naming_the_argument(bad: Any) -> None:
+    with pytest.raises(InvalidArgument) as info:
+        StoreNames.for_store(bad)
+    assert info.value.argument == "memory_store_id"
+
+
+def test_default_store_and_lower_case_names_rejected() -> None:
+    assert StoreNames.for_store(None).store_id == DEFAULT_STORE_ID
+    with pytest.raises(InvalidArgument):
+        StoreNames("lower")
+
+
+def test_every_identifier_in_ddl_comes_from_the_prefix() -> None:
+    names = StoreNames.for_store("Demo")
+    steps = [ddl.meta_table(names), *ddl.schema_steps(names, 384)]
+    created = [re.search(r"CREATE (?:MULTIVALUE |VECTOR )?(?:TABLE|INDEX|SEQUENCE) (\w+)", s.sql).group(1) for s in steps]  # type: ignore[union-attr]
+    assert created == [s.name for s in steps]
+    assert all(name.startswith("DEMO_") for name in created)
+    assert len(set(created)) == len(created)
+    constraints = re.findall(r"CONSTRAINT (\w+)", " ".join(s.sql for s in steps))
+    assert constraints and all(c.startswith("DEMO_") for c in constraints)
+    assert len(set(constraints)) == len(constraints)
+    assert all(len(n) <= 128 for n in created + constraints)
+
+
+def test_schema_shape() -> None:
+    names = StoreNames.for_store("s")
+    by_name = {s.name: s for s in ddl.schema_steps(names, 384)}
+    chunk = by_name["S_RECORD_CHUNK"].sql
+    assert "embedding VECTOR(384, FLOAT32) NOT NULL" in chunk
+    assert "FOREIGN KEY (record_id) REFERENCES S_RECORD (record_id) ON DELETE CASCADE" in chunk
+    record = by_name["S_RECORD"].sql
+    assert "metadata JSON NOT NULL" in record and "md_keys JSON NOT NULL" in record
+    assert "CHECK (record_type IN ('message', 'memory', 'fact', 'guideline', 'preference', 'user', 'agent', 'thread', 'summary'))" in record
+    assert "UNIQUE (seq)" in record
+    link = by_name["S_MEMORY_LINK"].sql
+    assert "UNIQUE (pair_lo, pair_hi)" in link and "CHECK (source_id <> target_id)" in link
+    assert link.count("ON DELETE CASCADE") == 2
+    assert by_name["S_RECORD_SEQ"].sql.endswith("ORDER NOCYCLE")
+    vec = by_name[names.vector_index]
+    assert vec.optional and vec.feature == "vector_index"
+    assert vec.sql == (
+        "CREATE VECTOR INDEX S_RECORD_CHUNK_EMBEDDING_VEC_I ON S_RECORD_CHUNK (embedding) "
+        "ORGANIZATION INMEMORY NEIGHBOR GRAPH DISTANCE COSINE WITH TARGET ACCURACY 95 "
+        "PARAMETERS (TYPE HNSW, NEIGHBORS 16, EFCONSTRUCTION 200)"
+    )
+    txt = by_name[names.text_index]
+    assert txt.optional and "INDEXTYPE IS CTXSYS.CONTEXT" in txt.sql
+    assert "STOPLIST CTXSYS.EMPTY_STOPLIST SYNC (ON COMMIT)" in txt.sql
+    mvi = by_name[names.metadata_index]
+    assert mvi.sql == 'CREATE MULTIVALUE INDEX S_RECORD_MDKEYS_MVI ON S_RECORD t (t.md_keys."k".string())'
+    # tables come before their indexes
+    order = [s.name for s in ddl.schema_steps(names, 8)]
+    assert order.index("S_RECORD") < order.index("S_RECORD_THREAD_I") < order.index("S_RECORD_CHUNK")
+    assert order.index("S_RECORD_CHUNK") < order.index(names.vector_index)
+    assert sum(not s.optional for s in ddl.schema_steps(names, 8)) == len(order) - 3
+
+
+def test_index_options() -> None:
+    names = StoreNames.for_store("s")
+    bare = ddl.schema_steps(names, 8, ddl.IndexOptions(vector_index=False, text_index=False, metadata_index=False))
+    assert not any(s.optional for s in bare)
+    tuned = ddl.schema_steps(names, 8, ddl.IndexOptions(hnsw_neighbors=32, hnsw_efconstruction=400, target_accuracy=90))
+    assert "WITH TARGET ACCURACY 90 PARAMETERS (TYPE HNSW, NEIGHBORS 32, EFCONSTRUCTION 400)" in tuned[-3].sql
+    for bad in ({"hnsw_neighbors": 1}, {"hnsw_efconstruction": 0}, {"target_accuracy": 101}):
+        with pytest.raises(ValueError):
+            ddl.IndexOptions(**bad)  # type: ignore[arg-type]
+    for dim in (0, 70000):
+        with pytest.raises(ValueError):
+            ddl.schema_steps(names, dim)
+
+
+def test_drop_order_children_first() -> None:
+    names = StoreNames.for_store("s")
+    drops = ddl.drop_statements(names)
+    assert [n for n, _ in drops] == ["S_MEMORY_LINK", "S_RECORD_CHUNK", "S_RECORD", "S_STORE_META", "S_RECORD_SEQ"]
+    assert drops[0][1] == "DROP TABLE S_MEMORY_LINK CASCADE CONSTRAINTS PURGE"
+    assert drops[-1][1] == "DROP SEQUENCE S_RECORD_SEQ"
+
+
+def test_dictionary_lookups_bind_names() -> None:
+    names = StoreNames.for_store("s")
+    sql, binds = ddl.select_objects(names, ["S_RECORD", "S_RECORD_SEQ"])
+    assert sql.endswith("WHERE object_name IN (:n0, :n1)") and binds == {"n0": "S_RECORD", "n1": "S_RECORD_SEQ"}
+    sql, binds = ddl.select_indexes(names)
+    assert set(binds.values()) == {names.vector_index, names.text_index, names.metadata_index}
+    assert ":now" in ddl.insert_meta(names) and ":version" in ddl.update_meta_version(names)
+
+
+def test_migration_plan() -> None:
+    names = StoreNames.for_store("s")
+    assert ddl.migration_plan(names, ddl.SCHEMA_VERSION) == []
+    steps = {1: ["ALTER 1a", "ALTER 1b"], 2: ["ALTER 2"]}
+    assert ddl.migration_plan(names, 1, 3, steps) == [(1, "ALTER 1a"), (1, "ALTER 1b"), (2, "ALTER 2")]
+    assert ddl.migration_plan(names, 2, 3, steps) == [(2, "ALTER 2")]
+    with pytest.raises(ValueError, match="no migration from schema version 3"):
+        ddl.migration_plan(names, 3, 4, steps)

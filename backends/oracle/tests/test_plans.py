@@ -1,0 +1,423 @@
+"""Operation plans driven with scripted results: statement order, batch semantics, schema
+policies, the exact/approximate planner — the logic a server would otherwise be needed for."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+import oracledb
+import pytest
+from agentmemory.errors import BackendError, BackendUnavailable, Conflict, NotFound
+from agentmemory.records import RecordStatus, RecordType
+from agentmemory.spi import NewRecord, Order, RecordFilter, RecordPatch, SchemaPolicy, WriteBatch
+from agentmemory_oracle import ddl, plans
+from agentmemory_oracle import sql as q
+from agentmemory_oracle.errors import map_error
+from agentmemory_oracle.names import StoreNames
+from oracledb.errors import _Error
+
+NOW = datetime(2025, 1, 1, tzinfo=timezone.utc)
+
+
+def ora(code: str, text: str = "error") -> Exception:
+    """A real python-oracledb exception for ``code``, mapped as the drivers map it."""
+    return map_error(oracledb.DatabaseError(_Error(message=f"{code}: {text}")))
+
+
+def responder(h: Any, *rules: tuple[str, Any]) -> Any:
+    def answer(stmt: q.Statement) -> Any:
+        for fragment, result in rules:
+            if fragment in stmt.sql:
+                if isinstance(result, Exception):
+                    raise result
+                return result(stmt) if callable(result) else result
+        return h.default_responder(stmt)
+
+    return answer
+
+
+def kinds(stmts: list[q.Statement]) -> list[str]:
+    """A readable trace: the SQL verb and table of each statement."""
+    out = []
+    for s in stmts:
+        words = s.sql.split()
+        verb = words[0]
+        table = next((w.split(".")[0] for w in words if w.startswith("T_STORE_")), "")
+        if verb == "SELECT" and "NEXTVAL" in s.sql:
+            verb = "NEXTVAL"
+        out.append(f"{verb} {table}".strip())
+    return out
+
+
+# ---- writes ----------------------------------------------------------------------------------------
+def test_full_batch_runs_in_spi_order(names: StoreNames, h: Any) -> None:
+    batch = WriteBatch(
+        add=[NewRecord(h.rec("a"), h.vec(1)), NewRecord(h.rec("b"), None), NewRecord(h.rec("c"), h.vec(0, 1))],
+        patch=[RecordPatch("a", status=RecordStatus.INVALID)],
+        delete_links=["old"],
+        add_links=[h.link("l1", "a", "c")],
+        delete=["b"],
+    )
+    result, stmts = h.run_plan(
+        plans.write_plan(names, batch),
+        responder(
+            h,
+            ("NEXTVAL", [(12,), (10,), (11,)]),
+            ("SELECT r.record_id FROM T_STORE_RECORD r WHERE r.record_id IN (:b0, :b1)", [("a",), ("c",)]),
+        ),
+    )
+    assert kinds(stmts) == [
+        "SELECT T_STORE_RECORD",  # existing ids → none
+        "NEXTVAL T_STORE_RECORD_SEQ",
+        "INSERT T_STORE_RECORD",
+        "INSERT T_STORE_RECORD_CHUNK",
+        "UPDATE T_STORE_RECORD",
+        "UPDATE T_STORE_RECORD_CHUNK",
+        "DELETE T_STORE_MEMORY_LINK",
+        "SELECT T_STORE_RECORD",  # link endpoints exist
+        "SELECT T_STORE_MEMORY_LINK",  # clashes
+        "INSERT T_STORE_MEMORY_LINK",
+        "DELETE T_STORE_RECORD",
+    ]
+    assert [(r.record_id, r.seq) for r in result] == [("a", 10), ("b", 11), ("c", 12)]
+    inserted = stmts[2]
+    assert isinstance(inserted, q.ExecuteMany) and [r["seq"] for r in inserted.rows] == [10, 11, 12]
+    chunks = stmts[3]
+    assert isinstance(chunks, q.ExecuteMany) and [r["record_id"] for r in chunks.rows] == ["a", "c"]
+
+
+def test_add_existing_id_is_conflict_before_any_insert(names: StoreNames, h: Any) -> None:
+    batch = WriteBatch(add=[NewRecord(h.rec("new")), NewRecord(h.rec("dup"))])
+    with pytest.raises(Conflict, match="'dup'"):
+        h.run_plan(plans.write_plan(names, batch), responder(h, ("r.record_id IN", [("dup",)])))
+
+
+def test_sequence_shortfall_is_a_backend_error(names: StoreNames, h: Any) -> None:
+    with pytest.raises(BackendError):
+        h.run_plan(plans.write_plan(names, WriteBatch(add=[NewRecord(h.rec("a"))])), responder(h, ("NEXTVAL", [])))
+
+
+def test_first_missing_patch_raises_not_found(names: StoreNames, h: Any) -> None:
+    batch = WriteBatch(patch=[RecordPatch("a", content="x"), RecordPatch("gone", content="y")])
+    with pytest.raises(NotFound) as info:
+        h.run_plan(plans.write_plan(names, batch), responder(h, ("UPDATE T_STORE_RECORD SET", [1, 0])))
+    assert (info.value.kind, info.value.identifier) == ("record", "gone")
+
+
+def test_patches_grouped_only_when_consecutive(names: StoreNames, h: Any) -> None:
+    same = [RecordPatch("a", content="1"), RecordPatch("b", content="2")]
+    _, stmts = h.run_plan(plans.write_plan(names, WriteBatch(patch=same)), h.default_responder)
+    assert kinds(stmts) == ["UPDATE T_STORE_RECORD", "UPDATE T_STORE_RECORD_CHUNK"]
+    assert [r["content"] for r in stmts[0].rows] == ["1", "2"]
+    interleaved = [
+        RecordPatch("a", content="1"),
+        RecordPatch("a", content="2", status=RecordStatus.INVALID),
+        RecordPatch("a", content="3"),
+    ]
+    _, stmts = h.run_plan(plans.write_plan(names, WriteBatch(patch=interleaved)), h.default_responder)
+    updates = [s for s in stmts if s.sql.startswith("UPDATE T_STORE_RECORD SET")]
+    # three groups in order, so the last write wins as in sequential application
+    assert [[r["content"] for r in s.rows] for s in updates] == [["1"], ["2"], ["3"]]
+
+
+def test_vector_only_patches(names: StoreNames, h: Any) -> None:
+    batch = WriteBatch(patch=[RecordPatch("a", vector=h.vec(1)), RecordPatch("b", vector=None)])
+    _, stmts = h.run_plan(
+        plans.write_plan(names, batch), responder(h, ("r.record_id IN", lambda s: [(v,) for v in s.binds.values()]))
+    )
+    assert kinds(stmts) == ["SELECT T_STORE_RECORD", "MERGE T_STORE_RECORD_CHUNK", "SELECT T_STORE_RECORD", "DELETE T_STORE_RECORD_CHUNK"]
+    with pytest.raises(NotFound):
+        h.run_plan(plans.write_plan(names, batch), responder(h, ("r.record_id IN", [])))
+
+
+def test_patch_with_fields_and_vector(names: StoreNames, h: Any) -> None:
+    batch = WriteBatch(patch=[RecordPatch("a", content="new", vector=h.vec(0, 1))])
+    _, stmts = h.run_plan(plans.write_plan(names, batch), h.default_responder)
+    assert kinds(stmts) == ["UPDATE T_STORE_RECORD", "UPDATE T_STORE_RECORD_CHUNK", "MERGE T_STORE_RECORD_CHUNK"]
+
+
+def test_missing_link_and_record_deletes(names: StoreNames, h: Any) -> None:
+    with pytest.raises(NotFound) as info:
+        h.run_plan(plans.write_plan(names, WriteBatch(delete_links=["x", "y"])), responder(h, ("DELETE", [1, 0])))
+    assert (info.value.kind, info.value.identifier) == ("link", "y")
+    with pytest.raises(NotFound) as info:
+        h.run_plan(plans.write_plan(names, WriteBatch(delete=["r"])), responder(h, ("DELETE", [0])))
+    assert (info.value.kind, info.value.identifier) == ("record", "r")
+    with pytest.raises(BackendError):  # a driver that loses row counts must not pass silently
+        h.run_plan(plans.write_plan(names, WriteBatch(delete=["r", "s"])), responder(h, ("DELETE", [1])))
+
+
+@pytest.mark.parametrize(
+    ("links", "existing_records", "clashes", "error"),
+    [
+        ([("l1", "a", "missing")], ["a"], [], (NotFound, "missing")),
+        ([("l1", "a", "b")], ["a", "b"], [("l1", "x", "y")], (Conflict, "link id 'l1'")),
+        ([("l2", "b", "a")], ["a", "b"], [("l1", "a", "b")], (Conflict, "already linked")),
+        ([("l2", "a", "b"), ("l3", "b", "a")], ["a", "b"], [], (Conflict, "already linked")),
+        ([("l2", "a", "b"), ("l2", "c", "d")], ["a", "b", "c", "d"], [], (Conflict, "link id 'l2'")),
+        ([("l2", "a", "b"), ("l3", "c", "gone")], ["a", "b", "c"], [("l9", "a", "b")], (Conflict, "already linked")),
+    ],
+)
+def test_link_add_errors_follow_batch_order(
+    names: StoreNames, h: Any, links: list[tuple[str, str, str]], existing_records: list[str], clashes: list[Any], error: Any
+) -> None:
+    batch = WriteBatch(add_links=[h.link(*x) for x in links])
+    script = responder(
+        h,
+        ("FROM T_STORE_MEMORY_LINK", clashes),
+        ("r.record_id IN", [(r,) for r in existing_records]),
+    )
+    with pytest.raises(error[0], match=error[1]):
+        h.run_plan(plans.write_plan(names, batch), script)
+
+
+def test_hostile_batch_never_reaches_sql_text(names: StoreNames, h: Any) -> None:
+    hx = h.HOSTILE
+    batch = WriteBatch(
+        add=[
+            NewRecord(h.rec(hx[0], content=hx[1], user=hx[2], agent=hx[3], thread=hx[4], metadata={hx[5]: {hx[6]: [hx[7]]}}), h.vec(1)),
+            NewRecord(h.rec(hx[8], type=RecordType.MESSAGE, content=hx[9]), None),
+        ],
+        patch=[RecordPatch(hx[0], content=hx[10], metadata={hx[11]: hx[0]}), RecordPatch(hx[8], vector=h.vec(0, 1))],
+        delete_links=[hx[1]],
+        add_links=[h.link(hx[2], hx[0], hx[8])],
+        delete=[hx[3]],
+    )
+    calls = {"n": 0}
+
+    def existing(stmt: q.Statement) -> list[tuple[str]]:
+        calls["n"] += 1  # the first lookup is the duplicate check of the adds: none exist yet
+        return [] if calls["n"] == 1 else [(v,) for v in stmt.binds.values()]
+
+    _, stmts = h.run_plan(
+        plans.write_plan(names, batch), responder(h, ("NEXTVAL", [(1,), (2,)]), ("r.record_id IN", existing))
+    )
+    assert len(stmts) >= 10 and calls["n"] == 3
+    h.assert_no_marker_in_sql(stmts)
+
+
+# ---- reads -----------------------------------------------------------------------------------------
+def _row(h: Any, rid: str, extra: Any) -> tuple[Any, ...]:
+    row = q.record_row(h.rec(rid), 1)
+    return tuple(row[c] if c != "seq" else 1 for c in q.RECORD_COLUMNS) + (extra,)
+
+
+def test_query_count_links_plans(names: StoreNames, h: Any) -> None:
+    rows, stmts = h.run_plan(plans.query_plan(names, RecordFilter(), Order.SEQ_ASC, 0, 0), h.default_responder)
+    assert rows == [] and stmts == []  # limit 0 never asks the server
+    rows, _ = h.run_plan(
+        plans.query_plan(names, RecordFilter(), Order.SEQ_DESC, 5, 1), responder(h, ("SELECT", [_row(h, "a", None)[:-1]]))
+    )
+    assert [r.record_id for r in rows] == ["a"]
+    count, _ = h.run_plan(plans.count_plan(names, RecordFilter()), responder(h, ("COUNT", [(7,)])))
+    assert count == 7
+    link_rows = [("l2", "a", "b", "supports", {}, datetime(2025, 1, 1)), ("l10", "a", "c", "refines", {"w": 1}, datetime(2025, 1, 1))]
+    links, _ = h.run_plan(plans.links_plan(names, ["a"], None), responder(h, ("SELECT", link_rows)))
+    assert [x.link_id for x in links] == ["l10", "l2"]  # code point order, whatever the server sorted
+    assert links[0].metadata == {"w": 1} and links[0].created_at.tzinfo is not None
+
+
+@pytest.mark.parametrize(
+    ("index", "count", "expect_kinds", "approx"),
+    [
+        (False, None, ["exact"], False),
+        (True, 0, ["count"], None),
+        (True, 5, ["count", "exact"], False),
+        (True, 1000, ["count", "exact"], False),
+        (True, 1001, ["count", "approx"], True),
+    ],
+)
+def test_vector_planner(names: StoreNames, h: Any, index: bool, count: int | None, expect_kinds: list[str], approx: bool | None) -> None:
+    planner = plans.VectorPlanner(index_available=index, exact_threshold=1000, target_accuracy=90)
+    rows = [_row(h, "b", 0.1000004), _row(h, "a", 0.1000001), _row(h, "c", 0.05), _row(h, "d", float("nan"))]
+    hits, stmts = h.run_plan(
+        plans.vector_plan(names, h.vec(1), RecordFilter(user_id="u"), 2, planner),
+        responder(h, ("SELECT COUNT(*)", [(count,)]), ("VECTOR_DISTANCE", rows)),
+    )
+    seen = ["count" if "COUNT(*)" in s.sql else ("approx" if "APPROX" in s.sql else "exact") for s in stmts]
+    assert seen == expect_kinds
+    if approx is None:
+        assert hits == []
+        return
+    assert [x.record.record_id for x in hits] == ["c", "a"]  # NaN dropped; ties at 6 places by id
+    assert stmts[0].binds.get("b1") == 1001 or not index
+    if approx:
+        assert "FETCH APPROX FIRST 22 ROWS ONLY WITH TARGET ACCURACY 90" in stmts[-1].sql
+
+
+def test_planner_candidates() -> None:
+    p = plans.VectorPlanner()
+    assert p.candidates(1) == 21 and p.candidates(10) == 30 and p.candidates(100) == 200
+    assert p.candidates(10_000) == 10_000
+
+
+def test_keyword_plan(names: StoreNames, h: Any) -> None:
+    hits, stmts = h.run_plan(plans.keyword_plan(names, "?!", RecordFilter(), 5), h.default_responder)
+    assert hits == [] and stmts == []
+    rows = [_row(h, "b", 40), _row(h, "a", 40), _row(h, "c", 90)]
+    hits, stmts = h.run_plan(plans.keyword_plan(names, "hello world", RecordFilter(), 2), responder(h, ("CONTAINS", rows)))
+    assert [(x.record.record_id, x.score) for x in hits] == [("c", 90.0), ("a", 40.0)]
+    assert stmts[0].binds["b0"] == "{hello} ACCUM {world}"
+
+
+# ---- schema policies ---------------------------------------------------------------------------------
+ALL_INDEXES = [(n, "VALID", "VALID") for n in ("T_STORE_RECORD_CHUNK_EMBEDDING_VEC_I", "T_STORE_RECORD_CHUNK_TEXT_TXT_I", "T_STORE_RECORD_MDKEYS_MVI")]
+
+
+def _objects(names: StoreNames, dim: int = 4, optional: bool = True) -> list[tuple[str, str]]:
+    steps = [s for s in ddl.schema_steps(names, dim) if optional or not s.optional]
+    return [(names.meta, "TABLE"), *((s.name, "X") for s in steps)]
+
+
+def _open(names: StoreNames, h: Any, policy: SchemaPolicy, *rules: tuple[str, Any], **kw: Any) -> tuple[Any, list[q.Statement]]:
+    return h.run_plan(plans.open_plan(names, 4, policy, ddl.IndexOptions(), NOW, **kw), responder(h, *rules))
+
+
+class MetaRows:
+    """The version row appears once it has been inserted."""
+
+    def __init__(self, row: tuple[int, int] | None = None) -> None:
+        self.row = row
+
+    def insert(self, stmt: q.Statement) -> int:
+        self.row = (stmt.binds["version"], stmt.binds["dimension"])
+        return 1
+
+    def select(self, stmt: q.Statement) -> list[tuple[int, int]]:
+        return [self.row] if self.row else []
+
+
+def test_create_if_necessary_on_empty_schema_creates_everything(names: StoreNames, h: Any) -> None:
+    meta = MetaRows()
+    result, stmts = _open(
+        names, h, SchemaPolicy.CREATE_IF_NECESSARY,
+        ("FROM user_objects", []), ("INSERT INTO T_STORE_STORE_META", meta.insert),
+        ("SELECT schema_version", meta.select), ("FROM user_indexes", ALL_INDEXES),
+    )
+    created = [s.sql.split()[2] if s.sql.split()[1] in ("TABLE", "INDEX", "SEQUENCE") else s.sql.split()[3] for s in stmts if s.sql.startswith("CREATE")]
+    assert created == [names.meta, *(x.name for x in ddl.schema_steps(names, 4))]
+    assert result.features == {"vector_index", "text_index", "metadata_index"} and not result.warnings
+    assert meta.row == (ddl.SCHEMA_VERSION, 4)
+    insert = next(s for s in stmts if s.sql.startswith("INSERT"))
+    assert insert.types == {"now": "timestamp"} and insert.binds["now"].tzinfo is None
+
+
+def test_existing_complete_store_runs_no_ddl(names: StoreNames, h: Any) -> None:
+    for policy in (SchemaPolicy.CREATE_IF_NECESSARY, SchemaPolicy.REQUIRE_EXISTING):
+        result, stmts = _open(
+            names, h, policy, ("FROM user_objects", _objects(names)), ("SELECT schema_version", [(1, 4)]),
+            ("FROM user_indexes", ALL_INDEXES[:1]),
+        )
+        assert not any(s.sql.startswith(("CREATE", "DROP", "INSERT", "ALTER")) for s in stmts)
+        assert result.features == {"vector_index"}
+
+
+def test_require_existing_never_creates(names: StoreNames, h: Any) -> None:
+    with pytest.raises(BackendUnavailable, match="does not exist"):
+        _open(names, h, SchemaPolicy.REQUIRE_EXISTING, ("FROM user_objects", []))
+    with pytest.raises(BackendUnavailable, match="no schema version row"):
+        _open(names, h, SchemaPolicy.REQUIRE_EXISTING, ("FROM user_objects", [(names.meta, "TABLE")]), ("SELECT schema_version", []))
+    with pytest.raises(BackendUnavailable, match="incomplete"):
+        _open(
+            names, h, SchemaPolicy.REQUIRE_EXISTING,
+            ("FROM user_objects", [(names.meta, "TABLE"), (names.record, "TABLE")]), ("SELECT schema_version", [(1, 4)]),
+        )
+    # optional indexes missing is fine: fewer features, no DDL
+    result, stmts = _open(
+        names, h, SchemaPolicy.REQUIRE_EXISTING,
+        ("FROM user_objects", _objects(names, optional=False)), ("SELECT schema_version", [(1, 4)]), ("FROM user_indexes", []),
+    )
+    assert result.features == set() and not any(s.sql.startswith("CREATE") for s in stmts)
+
+
+def test_dimension_and_version_checks(names: StoreNames, h: Any) -> None:
+    with pytest.raises(Conflict, match="holds 8-d vectors, not 4-d"):
+        _open(names, h, SchemaPolicy.CREATE_IF_NECESSARY, ("FROM user_objects", _objects(names)), ("SELECT schema_version", [(1, 8)]))
+    with pytest.raises(BackendUnavailable, match="newer"):
+        _open(names, h, SchemaPolicy.CREATE_IF_NECESSARY, ("FROM user_objects", _objects(names)), ("SELECT schema_version", [(99, 4)]))
+    with pytest.raises(BackendUnavailable, match="needs an upgrade"):
+        _open(names, h, SchemaPolicy.REQUIRE_EXISTING, ("FROM user_objects", _objects(names)), ("SELECT schema_version", [(0, 4)]))
+    with pytest.raises(BackendUnavailable, match="cannot be upgraded"):
+        _open(names, h, SchemaPolicy.CREATE_IF_NECESSARY, ("FROM user_objects", _objects(names)), ("SELECT schema_version", [(0, 4)]))
+
+
+def test_migrations_run_then_version_is_recorded(names: StoreNames, h: Any) -> None:
+    _, stmts = _open(
+        names, h, SchemaPolicy.CREATE_IF_NECESSARY,
+        ("FROM user_objects", _objects(names)), ("SELECT schema_version", [(0, 4)]), ("FROM user_indexes", ALL_INDEXES),
+        migration_steps={0: [f"ALTER TABLE {names.record} ADD (x NUMBER)"]},
+    )
+    texts = [s.sql for s in stmts]
+    alter = texts.index(f"ALTER TABLE {names.record} ADD (x NUMBER)")
+    assert texts[alter + 1].startswith(f"UPDATE {names.meta} SET schema_version = :version")
+    assert stmts[alter + 1].binds["version"] == ddl.SCHEMA_VERSION
+
+
+def test_optional_index_failures_degrade_with_warnings(names: StoreNames, h: Any) -> None:
+    present = _objects(names, optional=False)
+    result, _ = _open(
+        names, h, SchemaPolicy.CREATE_IF_NECESSARY,
+        ("FROM user_objects", present), ("SELECT schema_version", [(1, 4)]),
+        ("CREATE VECTOR INDEX", ora("ORA-51962", "The vector memory area is out of space")),
+        ("CTXSYS.CONTEXT", ora("ORA-29833", "indextype does not exist")),
+        ("FROM user_indexes", [ALL_INDEXES[2]]),
+    )
+    assert result.features == {"metadata_index"}
+    assert len(result.warnings) == 2 and "vector_index is not available" in result.warnings[0]
+    assert "ORA-51962" in result.warnings[0]
+
+
+def test_required_ddl_failure_raises_but_already_exists_is_tolerated(names: StoreNames, h: Any) -> None:
+    with pytest.raises(BackendUnavailable):
+        _open(
+            names, h, SchemaPolicy.CREATE_IF_NECESSARY,
+            ("FROM user_objects", []), ("SELECT schema_version", [(1, 4)]),
+            (f"CREATE TABLE {names.record} ", ora("ORA-01031", "insufficient privileges")),
+        )
+    result, _ = _open(
+        names, h, SchemaPolicy.CREATE_IF_NECESSARY,
+        ("FROM user_objects", []), ("CREATE", ora("ORA-00955", "name is already used")),
+        ("INSERT INTO", ora("ORA-00001", "unique constraint violated")),  # a concurrent opener won
+        ("SELECT schema_version", [(1, 4)]), ("FROM user_indexes", ALL_INDEXES),
+    )
+    assert result.created == [] and result.features == {"vector_index", "text_index", "metadata_index"}
+
+
+def test_recreate_drops_existing_objects_first(names: StoreNames, h: Any) -> None:
+    meta = MetaRows()
+    state = {"dropped": False}
+
+    def objects(stmt: q.Statement) -> list[tuple[str, str]]:
+        return [] if state["dropped"] else [(names.link, "TABLE"), (names.record, "TABLE"), (names.seq, "SEQUENCE")]
+
+    def drop(stmt: q.Statement) -> int:
+        state["dropped"] = True
+        return 0
+
+    _, stmts = _open(
+        names, h, SchemaPolicy.RECREATE,
+        ("FROM user_objects", objects), ("DROP ", drop), ("INSERT INTO T_STORE_STORE_META", meta.insert),
+        ("SELECT schema_version", meta.select), ("FROM user_indexes", ALL_INDEXES),
+    )
+    drops = [s.sql for s in stmts if s.sql.startswith("DROP")]
+    assert drops == [
+        f"DROP TABLE {names.link} CASCADE CONSTRAINTS PURGE",
+        f"DROP TABLE {names.record} CASCADE CONSTRAINTS PURGE",
+        f"DROP SEQUENCE {names.seq}",
+    ]
+    first_create = next(i for i, s in enumerate(stmts) if s.sql.startswith("CREATE"))
+    assert max(i for i, s in enumerate(stmts) if s.sql.startswith("DROP")) < first_create
+
+
+def test_drop_plan_tolerates_vanished_objects(names: StoreNames, h: Any) -> None:
+    dropped, _ = h.run_plan(
+        plans.drop_plan(names),
+        responder(h, ("FROM user_objects", [(names.chunk, "TABLE")]), ("DROP", ora("ORA-00942", "table does not exist"))),
+    )
+    assert dropped == [names.chunk]
+    with pytest.raises(BackendError):
+        h.run_plan(
+            plans.drop_plan(names),
+            responder(h, ("FROM user_objects", [(names.chunk, "TABLE")]), ("DROP", ora("ORA-00054", "busy"))),
+        )
