@@ -1,0 +1,437 @@
+"""``OracleStore`` glue over fake python-oracledb objects: construction, URIs, the plugin, pools,
+transactions (commit/rollback), bind typing (JSON, VECTOR, TIMESTAMP, never numpy), LOBs fetched
+as values, sync and native-async drivers. The fakes check every bind name against the SQL text;
+what they cannot check is Oracle itself (see README: run the conformance suite on a server)."""
+
+from __future__ import annotations
+
+import array
+import asyncio
+import warnings
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import oracledb
+import pytest
+from agentmemory.errors import BackendUnavailable, Conflict, InvalidArgument, TransientBackendError
+from agentmemory.records import RecordType
+from agentmemory.spi import Capability, NewRecord, RecordFilter, RecordPatch, SchemaPolicy, WriteBatch
+from agentmemory_oracle import ddl
+from agentmemory_oracle.names import StoreNames
+from agentmemory_oracle.store import OracleStore
+from oracledb.errors import _Error
+
+NAMES = StoreNames.for_store("t_store")
+
+
+def driver_error(code: str) -> oracledb.Error:
+    return oracledb.DatabaseError(_Error(message=f"{code}: scripted failure"))
+
+
+class Server:
+    """Scripted answers by SQL fragment, plus a log of everything the store sent."""
+
+    def __init__(self, h: Any, *rules: tuple[str, Any], dimension: int = 4) -> None:
+        self.h = h
+        self.rules = list(rules)
+        self.log: list[tuple[str, str, Any]] = []
+        steps = ddl.schema_steps(NAMES, dimension)
+        self.objects = [(NAMES.meta, "TABLE"), *((s.name, "X") for s in steps)]
+        self.base = [
+            ("FROM user_objects", self.objects),
+            ("SELECT schema_version", [(ddl.SCHEMA_VERSION, dimension)]),
+            ("FROM user_indexes", [(n, "VALID", "VALID") for n in (NAMES.vector_index, NAMES.text_index, NAMES.metadata_index)]),
+            ("nls_session_parameters", [("NLS_COMP", "BINARY"), ("NLS_SORT", "BINARY")]),
+            ("NEXTVAL", lambda sql, binds: [(i + 1,) for i in range(binds["b0"])]),
+        ]
+        self.commits = 0
+        self.rollbacks = 0
+
+    def answer(self, kind: str, sql: str, binds: Any) -> Any:
+        self.log.append((kind, sql, binds))
+        for fragment, result in [*self.rules, *self.base]:
+            if fragment in sql:
+                if isinstance(result, BaseException):
+                    raise result
+                return result(sql, binds) if callable(result) else result
+        return None
+
+
+def _check_bind_types(sql: str, values: dict[str, Any], sizes: dict[str, Any], h: Any) -> None:
+    assert set(values) == h.bind_names(sql), f"binds {sorted(values)} vs SQL {sorted(h.bind_names(sql))}"
+    for name, value in values.items():
+        assert not isinstance(value, (np.ndarray, np.generic)), f"numpy value bound to :{name}"
+        if isinstance(value, (dict, list)):
+            assert sizes.get(name) is oracledb.DB_TYPE_JSON, f":{name} JSON without DB_TYPE_JSON"
+        if isinstance(value, array.array):
+            assert value.typecode == "f" and sizes.get(name) is oracledb.DB_TYPE_VECTOR
+        if isinstance(value, datetime):
+            assert value.tzinfo is None and sizes.get(name) is oracledb.DB_TYPE_TIMESTAMP
+
+
+class FakeCursor:
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.sizes: dict[str, Any] = {}
+        self.rows: list[Any] = []
+        self.rowcount = 0
+        self.counts: list[int] = []
+        self.closed = False
+
+    def setinputsizes(self, **sizes: Any) -> None:
+        assert all(isinstance(v, oracledb.DbType) for v in sizes.values())
+        self.sizes = sizes
+
+    def _run(self, sql: str, params: Any, fetch_lobs: Any) -> None:
+        values = params or {}
+        _check_bind_types(sql, values, self.sizes, self.server.h)
+        if sql.lstrip().startswith("SELECT"):
+            assert fetch_lobs is False, "queries must fetch LOBs as values"
+        result = self.server.answer("execute", sql, values)
+        self.rows = list(result) if isinstance(result, list) else []
+        self.rowcount = result if isinstance(result, int) else len(self.rows)
+
+    def execute(self, sql: str, params: Any = None, *, fetch_lobs: Any = None) -> None:
+        self._run(sql, params, fetch_lobs)
+
+    def executemany(self, sql: str, rows: list[dict[str, Any]], *, arraydmlrowcounts: bool = False) -> None:
+        for row in rows:
+            _check_bind_types(sql, row, self.sizes, self.server.h)
+        result = self.server.answer("executemany", sql, rows)
+        self.counts = list(result) if isinstance(result, list) else [1] * len(rows)
+        self.arraydml = arraydmlrowcounts
+
+    def getarraydmlrowcounts(self) -> list[int]:
+        assert self.arraydml, "row counts asked without arraydmlrowcounts=True"
+        return self.counts
+
+    def fetchall(self) -> list[Any]:
+        return self.rows
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FakeConnection:
+    version = "23.6.0.24.10"
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+
+    def cursor(self) -> FakeCursor:
+        return FakeCursor(self.server)
+
+    def commit(self) -> None:
+        self.server.commits += 1
+
+    def rollback(self) -> None:
+        self.server.rollbacks += 1
+
+
+class FakePool:
+    def __init__(self, server: Server, *, fail: oracledb.Error | None = None) -> None:
+        self.server = server
+        self.fail = fail
+        self.out = 0
+        self.closed = False
+
+    def acquire(self) -> FakeConnection:
+        if self.fail is not None:
+            raise self.fail
+        self.out += 1
+        return FakeConnection(self.server)
+
+    def release(self, conn: FakeConnection) -> None:
+        self.out -= 1
+
+    def close(self, force: bool = False) -> None:
+        self.closed = True
+
+
+class FakeAsyncCursor(FakeCursor):
+    async def execute(self, sql: str, params: Any = None, *, fetch_lobs: Any = None) -> None:  # type: ignore[override]
+        self._run(sql, params, fetch_lobs)
+
+    async def executemany(self, sql: str, rows: list[dict[str, Any]], *, arraydmlrowcounts: bool = False) -> None:  # type: ignore[override]
+        FakeCursor.executemany(self, sql, rows, arraydmlrowcounts=arraydmlrowcounts)
+
+    async def fetchall(self) -> list[Any]:  # type: ignore[override]
+        return self.rows
+
+
+class FakeAsyncConnection:
+    def __init__(self, server: Server) -> None:
+        self.server = server
+
+    def cursor(self) -> FakeAsyncCursor:
+        return FakeAsyncCursor(self.server)
+
+    async def commit(self) -> None:
+        self.server.commits += 1
+
+    async def rollback(self) -> None:
+        self.server.rollbacks += 1
+
+
+class FakeAsyncPool(oracledb.AsyncConnectionPool):
+    def __init__(self, server: Server) -> None:  # no real pool behind it
+        self.server = server
+        self.acquired = 0
+
+    async def acquire(self) -> FakeAsyncConnection:  # type: ignore[override]
+        self.acquired += 1
+        return FakeAsyncConnection(self.server)
+
+    async def release(self, connection: Any, tag: Any = None) -> None:  # type: ignore[override]
+        self.acquired -= 1
+
+
+def _row(h: Any, rid: str, *extra: Any) -> tuple[Any, ...]:
+    from agentmemory_oracle import sql as q
+
+    row = q.record_row(h.rec(rid, type=RecordType.FACT, user="u", metadata={"k": [1, "a"]}), 5)
+    return tuple(row[c] for c in q.RECORD_COLUMNS) + extra
+
+
+@pytest.fixture
+def server(h: Any) -> Server:
+    return Server(h)
+
+
+@pytest.fixture
+def store(server: Server) -> OracleStore:
+    s = OracleStore(pool=FakePool(server), memory_store_id="t_store")
+    s.open(dimension=4)
+    return s
+
+
+# ---- lifecycle -----------------------------------------------------------------------------------------
+def test_open_reads_schema_and_declares_capabilities(store: OracleStore, server: Server) -> None:
+    assert store.is_open and store.dimension == 4
+    assert store.capabilities() == {
+        Capability.PERSISTENCE,
+        Capability.CONCURRENT_WRITERS,
+        Capability.KEYWORD_SEARCH,
+        Capability.APPROXIMATE_SEARCH,
+    }
+    info = store.info()
+    assert info.name == "oracle" and info.extra["memory_store_id"] == "T_STORE"
+    assert info.extra["server_version"] == "23.6.0.24.10" and info.extra["schema_version"] == ddl.SCHEMA_VERSION
+    assert server.commits == 1 and server.rollbacks == 0
+    assert not any(sql.startswith("CREATE") for _, sql, _ in server.log)
+
+
+def test_missing_indexes_reduce_capabilities(h: Any) -> None:
+    server = Server(h, ("FROM user_indexes", []))
+    store = OracleStore(pool=FakePool(server), memory_store_id="t_store")
+    store.open(dimension=4, schema_policy=SchemaPolicy.REQUIRE_EXISTING)
+    assert Capability.KEYWORD_SEARCH not in store.capabilities()
+    assert Capability.APPROXIMATE_SEARCH not in store.capabilities()
+
+
+def test_old_server_and_nls_warning(h: Any) -> None:
+    server = Server(h)
+    old = FakePool(server)
+    old.acquire = lambda: type("Old", (FakeConnection,), {"version": "19.3.0.0.0"})(server)  # type: ignore[method-assign]
+    with pytest.raises(BackendUnavailable, match="23ai"):
+        OracleStore(pool=old, memory_store_id="t_store").open(dimension=4)
+    linguistic = Server(h, ("nls_session_parameters", [("NLS_COMP", "LINGUISTIC"), ("NLS_SORT", "BINARY_CI")]))
+    with pytest.warns(RuntimeWarning, match="NLS"):
+        OracleStore(pool=FakePool(linguistic), memory_store_id="t_store").open(dimension=4)
+
+
+def test_connection_failures_are_typed(h: Any) -> None:
+    down = FakePool(Server(h), fail=driver_error("DPY-6005"))
+    with pytest.raises(BackendUnavailable):
+        OracleStore(pool=down).open(dimension=4)
+    flaky = FakePool(Server(h), fail=driver_error("DPY-4011"))
+    with pytest.raises(TransientBackendError):
+        OracleStore(pool=flaky).open(dimension=4)
+
+
+def test_closed_store_refuses_work_and_user_pool_stays_open(store: OracleStore) -> None:
+    pool = store._pool
+    store.close()
+    assert not pool.closed  # the caller's pool is the caller's to close
+    with pytest.raises(BackendUnavailable):
+        store.query(RecordFilter())
+
+
+def test_drop_uses_the_pool_without_opening(h: Any) -> None:
+    server = Server(h, ("FROM user_objects", [(NAMES.record, "TABLE"), (NAMES.seq, "SEQUENCE")]))
+    dropped = OracleStore(pool=FakePool(server), memory_store_id="t_store").drop()
+    assert dropped == [NAMES.record, NAMES.seq]
+    assert [sql for _, sql, _ in server.log if sql.startswith("DROP")] == [
+        "DROP TABLE T_STORE_RECORD CASCADE CONSTRAINTS PURGE",
+        "DROP SEQUENCE T_STORE_RECORD_SEQ",
+    ]
+
+
+# ---- transactions and bind types -------------------------------------------------------------------------
+def test_write_commits_once_with_typed_binds(store: OracleStore, server: Server, h: Any) -> None:
+    server.commits = 0
+    batch = WriteBatch(
+        add=[NewRecord(h.rec("a", metadata={"tags": ["x"]}), h.vec(1, 2)), NewRecord(h.rec("b"), None)],
+        patch=[RecordPatch("a", metadata={"n": 1}, vector=np.asarray([0, 1, 0, 0], dtype=np.float64))],
+    )
+    added = store.write(batch)
+    assert [(r.record_id, r.seq) for r in added] == [("a", 1), ("b", 2)]
+    assert server.commits == 1 and server.rollbacks == 0
+    sent = [sql.split()[0] for kind, sql, _ in server.log if kind == "executemany"]
+    assert sent == ["INSERT", "INSERT", "UPDATE", "UPDATE", "MERGE"]
+
+
+def test_failed_write_rolls_back_and_maps_the_error(store: OracleStore, server: Server, h: Any) -> None:
+    server.rules.append(("INSERT INTO T_STORE_RECORD ", driver_error("ORA-00001")))
+    server.commits = 0
+    with pytest.raises(Conflict, match="ORA-00001"):
+        store.write(WriteBatch(add=[NewRecord(h.rec("a"), None)]))
+    assert server.commits == 0 and server.rollbacks == 1
+    assert store._pool.out == 0  # the connection went back to the pool
+
+
+def test_reads_map_rows(store: OracleStore, server: Server, h: Any) -> None:
+    server.rules.extend(
+        [
+            ("ORDER BY r.seq", [_row(h, "a")]),
+            ("SELECT COUNT(*) FROM T_STORE_RECORD r", [(3,)]),
+            ("SELECT COUNT(*) FROM (SELECT 1", [(2,)]),
+            ("VECTOR_DISTANCE", [_row(h, "a", 0.25)]),
+            ("CONTAINS", [_row(h, "a", 55)]),
+        ]
+    )
+    [got] = store.query(RecordFilter(user_id="u", metadata_filter={"k": {"$array_contains": "a"}}), limit=3)
+    assert got.record_id == "a" and got.metadata == {"k": [1, "a"]} and got.timestamp.tzinfo is not None
+    assert store.count(RecordFilter()) == 3
+    [hit] = store.vector_search(h.vec(1), RecordFilter(), 3)
+    assert hit.distance == 0.25 and hit.record.record_id == "a"
+    [kw] = store.keyword_search("hello", RecordFilter(), 3)
+    assert kw.score == 55.0
+    assert server.commits == 1  # reads never commit (only the open did)
+
+
+def test_single_connection_mode(h: Any) -> None:
+    server = Server(h)
+    conn = FakeConnection(server)
+    store = OracleStore(connection=conn, memory_store_id="t_store")
+    store.open(dimension=4)
+    store.write(WriteBatch(add=[NewRecord(h.rec("a"), None)]))
+    assert server.commits == 2
+
+
+# ---- async -------------------------------------------------------------------------------------------------
+def test_native_async_path(h: Any) -> None:
+    server = Server(h, ("ORDER BY r.seq", [_row(h, "a")]))
+    apool = FakeAsyncPool(server)
+    store = OracleStore(pool=FakePool(server), async_pool=apool, memory_store_id="t_store")
+    store.open(dimension=4)
+
+    async def work() -> None:
+        added = await store.awrite(WriteBatch(add=[NewRecord(h.rec("z"), h.vec(1))]))
+        assert added[0].seq == 1
+        rows = await store.aquery(RecordFilter())
+        assert [r.record_id for r in rows] == ["a"]
+        with pytest.raises(Conflict):
+            server.rules.insert(0, ("INSERT INTO T_STORE_RECORD ", driver_error("ORA-00001")))
+            await store.awrite(WriteBatch(add=[NewRecord(h.rec("y"), None)]))
+
+    before = server.commits
+    asyncio.run(work())
+    assert server.commits == before + 1 and server.rollbacks == 1 and apool.acquired == 0
+
+
+def test_async_falls_back_to_threads_for_a_callers_sync_pool(store: OracleStore, server: Server, h: Any) -> None:
+    server.rules.append(("ORDER BY r.seq", [_row(h, "a")]))
+    rows = asyncio.run(store.aquery(RecordFilter()))
+    assert [r.record_id for r in rows] == ["a"]
+
+
+# ---- construction, URIs, plugin -------------------------------------------------------------------------
+def test_constructor_validation(h: Any) -> None:
+    with pytest.raises(InvalidArgument) as info:
+        OracleStore()
+    assert info.value.argument == "dsn"
+    pool = FakePool(Server(h))
+    with pytest.raises(InvalidArgument):
+        OracleStore(pool=pool, connection=FakeConnection(Server(h)))
+    with pytest.raises(InvalidArgument):
+        OracleStore(pool=object())
+    with pytest.raises(InvalidArgument):
+        OracleStore(pool=pool, async_pool=object())
+    with pytest.raises(InvalidArgument) as info:
+        OracleStore(pool=pool, memory_store_id="bad-id")
+    assert info.value.argument == "memory_store_id"
+    with pytest.raises(InvalidArgument):
+        OracleStore(pool=pool, exact_search_threshold="many")
+    with pytest.raises(InvalidArgument):
+        OracleStore(pool=pool, text_index="maybe")
+    with pytest.raises(InvalidArgument):
+        OracleStore(pool=pool, target_accuracy=0)
+    with pytest.raises(InvalidArgument):
+        OracleStore(pool=pool, pool_min=3, pool_max=2)
+
+
+def test_string_options_are_coerced(h: Any) -> None:
+    store = OracleStore(pool=FakePool(Server(h)), exact_search_threshold="5", text_index="false", target_accuracy="90")
+    assert store._exact_threshold == 5 and store._index_options.text_index is False
+    assert Capability.KEYWORD_SEARCH not in store.capabilities()
+
+
+@pytest.mark.parametrize(
+    ("uri", "user", "password", "dsn", "store_id"),
+    [
+        ("oracle://am:secret@db.example:1522/FREEPDB1", "am", "secret", "db.example:1522/FREEPDB1", "AGENTMEMORY"),
+        ("oracle://am:p%40ss%3Aw%2Frd@localhost/FREEPDB1?memory_store_id=T_CARD", "am", "p@ss:w/rd", "localhost:1521/FREEPDB1", "T_CARD"),
+        ("oracle://am:x@[::1]:1521/svc", "am", "x", "[::1]:1521/svc", "AGENTMEMORY"),
+        ("oracle://am:x@ignored/?dsn=mytnsalias", "am", "x", "mytnsalias", "AGENTMEMORY"),
+    ],
+)
+def test_from_uri(uri: str, user: str, password: str, dsn: str, store_id: str) -> None:
+    store = OracleStore.from_uri(uri)
+    assert (store._user, store._password, store._dsn, store.memory_store_id) == (user, password, dsn, store_id)
+    assert not store.is_open  # building never connects
+
+
+@pytest.mark.parametrize("uri", ["duckdb:///x", "oracle://", "oracle://u:p@h/s?bogus=1", "oracle://u:p@h/s?memory_store_id=1x"])
+def test_bad_uris(uri: str) -> None:
+    with pytest.raises(InvalidArgument):
+        OracleStore.from_uri(uri)
+
+
+def test_registered_through_the_entry_point() -> None:
+    from agentmemory.plugins import PluginManager
+    from agentmemory.registry import resolve_store
+
+    pm = PluginManager()
+    assert "oracle" in pm.names("backends")
+    reg = pm.get("backends", "oracle")
+    assert reg.target == "agentmemory_oracle.store:OracleStore" or reg.load() is OracleStore
+    assert "agentmemory-oracle" in reg.details["install_hint"]
+    store = resolve_store("oracle://am:pw@localhost:1521/FREEPDB1?memory_store_id=demo", pm)
+    assert isinstance(store, OracleStore) and store.memory_store_id == "DEMO"
+
+
+def test_plugin_module_is_import_light() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, agentmemory_oracle.plugin; print('oracledb' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_open_warnings_surface(h: Any) -> None:
+    present = [(NAMES.meta, "TABLE"), *((s.name, "X") for s in ddl.schema_steps(NAMES, 4) if not s.optional)]
+    server = Server(
+        h,
+        ("FROM user_objects", present),
+        ("CREATE VECTOR INDEX", driver_error("ORA-51962")),
+        ("FROM user_indexes", []),
+    )
+    store = OracleStore(pool=FakePool(server), memory_store_id="t_store")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        store.open(dimension=4)
+    assert any("vector_index is not available" in str(w.message) for w in caught)
+    assert store.open_warnings and Capability.APPROXIMATE_SEARCH not in store.capabilities()
