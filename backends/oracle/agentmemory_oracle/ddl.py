@@ -275,8 +275,5 @@ def update_meta_version(names: StoreNames) -> str:
 def select_indexes(names: StoreNames) -> tuple[str, dict[str, str]]:
     """Which optional indexes exist and are usable (``status`` VALID, domain index not FAILED)."""
     binds = {"v": names.vector_index, "t": names.text_index, "m": names.metadata_index}
-    sql = (
-        "SELECT index_name, status, NVL(domidx_opstatus, 'VALID') FROM user_indexes "
-        "WHERE index_name IN (:v, :t, :m)"
-    )
+    sql = "SELECT index_name, status, NVL(domidx_opstatus, 'VALID') FROM user_indexes WHERE index_name IN (:v, :t, :m)"
     return sql, binds

@@ -106,7 +106,7 @@ def map_error(exc: BaseException, *, operation: str = "operation") -> AgentMemor
         mapped = BackendError(f"{text} (Oracle Text; is the CONTEXT index valid?)")
     else:
         mapped = BackendError(text)
-    mapped.ora_code = code  # type: ignore[attr-defined]
+    setattr(mapped, "ora_code", code)  # noqa: B010 - an extra attribute on core error types
     return mapped
 
 

@@ -28,7 +28,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from agentmemory.filters import OPERATORS
 
@@ -139,7 +139,7 @@ class Not:
     part: Predicate
 
 
-Predicate = Union[Has, All, AnyOf, Not]
+Predicate = Has | All | AnyOf | Not
 
 
 def _all(parts: Iterable[Predicate]) -> Predicate:

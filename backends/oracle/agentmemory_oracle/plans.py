@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 import numpy as np
+
 from agentmemory.errors import BackendError, BackendUnavailable, Conflict, NotFound
 from agentmemory.records import Link, Record
 from agentmemory.spi import Hit, Order, RecordFilter, RecordPatch, SchemaPolicy, WriteBatch
@@ -103,9 +104,7 @@ def vector_plan(
     )
     rows = yield stmt
     hits = [
-        Hit(record=q.record_from_row(row), distance=float(row[-1]))
-        for row in rows
-        if q.is_finite_distance(row[-1])
+        Hit(record=q.record_from_row(row), distance=float(row[-1])) for row in rows if q.is_finite_distance(row[-1])
     ]
     return _sort_hits_by_distance(hits)[:k]
 
@@ -333,7 +332,9 @@ def open_plan(
         )
     missing = [s.name for s in steps if not s.optional and s.name not in existing]
     if require and missing:
-        raise BackendUnavailable(f"memory store {names.store_id!r} is incomplete (missing {', '.join(missing)}); {hint}")
+        raise BackendUnavailable(
+            f"memory store {names.store_id!r} is incomplete (missing {', '.join(missing)}); {hint}"
+        )
     if not require:
         for step in steps:
             if step.name not in existing:

@@ -25,8 +25,9 @@ from decimal import Decimal
 from typing import Any, Literal
 
 import numpy as np
+
 from agentmemory.records import Link, LinkType, Record, RecordStatus, RecordType
-from agentmemory.spi import ANY, Order, RecordFilter, RecordPatch, UNSET
+from agentmemory.spi import ANY, UNSET, Order, RecordFilter, RecordPatch
 
 from . import mdfilter
 from .names import StoreNames
@@ -140,6 +141,13 @@ def from_db_time(value: datetime | None) -> datetime | None:
     return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
 
 
+def _required_time(value: datetime | None, column: str) -> datetime:
+    out = from_db_time(value)
+    if out is None:
+        raise ValueError(f"column {column} is NULL")
+    return out
+
+
 def to_db_vector(vector: np.ndarray) -> array.array:
     """The unit-normalised float32 vector as ``array('f')`` (python-oracledb rejects numpy)."""
     arr = np.asarray(vector, dtype=np.float32)
@@ -187,8 +195,8 @@ def record_from_row(row: Sequence[Any]) -> Record:
         thread_id=thread_id,
         role=role,
         seq=int(seq),
-        timestamp=from_db_time(ts),
-        created_at=from_db_time(created),
+        timestamp=_required_time(ts, "record_ts"),
+        created_at=_required_time(created, "created_at"),
         expires_at=from_db_time(expires),
         status=RecordStatus(status),
         metadata=read_json_object(meta),
@@ -204,7 +212,7 @@ def link_from_row(row: Sequence[Any]) -> Link:
         target_id=target_id,
         link_type=LinkType(link_type),
         metadata=read_json_object(meta),
-        created_at=from_db_time(created),
+        created_at=_required_time(created, "created_at"),
     )
 
 
@@ -308,9 +316,7 @@ def select_existing_ids(names: StoreNames, ids: Sequence[str]) -> Fetch:
     return binds.fetch(f"SELECT r.record_id FROM {names.record} r WHERE {where}")
 
 
-def select_links(
-    names: StoreNames, record_ids: Sequence[str] | None, link_ids: Sequence[str] | None
-) -> Fetch:
+def select_links(names: StoreNames, record_ids: Sequence[str] | None, link_ids: Sequence[str] | None) -> Fetch:
     """``links``: links touching ``record_ids`` (either end) and/or with ``link_ids``."""
     binds = Binds()
     parts = []
@@ -548,18 +554,18 @@ def patch_shape(patch: RecordPatch) -> tuple[tuple[str, ...], str]:
 def patch_row(patch: RecordPatch) -> dict[str, Any]:
     """Bind row for ``patch`` (only the fields it sets, plus ``record_id``)."""
     row: dict[str, Any] = {"record_id": patch.record_id}
-    if patch.content is not UNSET:
+    if isinstance(patch.content, str):
         row["content"] = patch.content
-    if patch.metadata is not UNSET:
+    if isinstance(patch.metadata, Mapping):
         metadata = dict(patch.metadata)
         row["metadata"] = metadata
         row["md_keys"] = mdfilter.md_keys_document(metadata)
-    if patch.status is not UNSET:
+    if isinstance(patch.status, (RecordStatus, str)):
         row["status"] = RecordStatus(patch.status).value
-    if patch.timestamp is not UNSET:
+    if isinstance(patch.timestamp, datetime):
         row["record_ts"] = to_db_time(patch.timestamp)
-    if patch.expires_at is not UNSET:
-        row["expires_at"] = to_db_time(patch.expires_at)  # type: ignore[arg-type]
+    if patch.expires_at is None or isinstance(patch.expires_at, datetime):
+        row["expires_at"] = to_db_time(patch.expires_at)
     return row
 
 
@@ -625,7 +631,9 @@ def vector_row(record_id: str, vector: np.ndarray) -> dict[str, Any]:
 
 def delete_chunks(names: StoreNames, record_ids: Sequence[str]) -> ExecuteMany:
     """Array DELETE of the chunks of ``record_ids`` (patch ``vector=None``)."""
-    return ExecuteMany(f"DELETE FROM {names.chunk} WHERE record_id = :record_id", [{"record_id": r} for r in record_ids])
+    return ExecuteMany(
+        f"DELETE FROM {names.chunk} WHERE record_id = :record_id", [{"record_id": r} for r in record_ids]
+    )
 
 
 def delete_records(names: StoreNames, record_ids: Sequence[str]) -> ExecuteMany:

@@ -23,7 +23,7 @@ import logging
 import threading
 import warnings
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any
@@ -31,6 +31,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import numpy as np
 import oracledb
+
 from agentmemory.errors import AgentMemoryError, BackendUnavailable, InvalidArgument
 from agentmemory.records import Link, Record
 from agentmemory.spi import (
@@ -88,7 +89,7 @@ def _as_bool(name: str, value: Any) -> bool:
     raise InvalidArgument(name, f"must be a bool, got {value!r}")
 
 
-def _input_sizes(types: dict[str, str]) -> dict[str, Any]:
+def _input_sizes(types: Mapping[str, str]) -> dict[str, Any]:
     return {name: _DB_TYPES[kind] for name, kind in types.items()}
 
 
@@ -209,9 +210,13 @@ class OracleStore(MemoryStore):
         if source is not None and isinstance(source, (oracledb.AsyncConnectionPool, oracledb.AsyncConnection)):
             raise InvalidArgument("pool", "pass async pools as async_pool=; pool= takes a sync pool or connection")
         if source is not None and not hasattr(source, "cursor") and not hasattr(source, "acquire"):
-            raise InvalidArgument("pool", f"must be an oracledb ConnectionPool or Connection, got {type(source).__name__}")
+            raise InvalidArgument(
+                "pool", f"must be an oracledb ConnectionPool or Connection, got {type(source).__name__}"
+            )
         if async_pool is not None and not isinstance(async_pool, oracledb.AsyncConnectionPool):
-            raise InvalidArgument("async_pool", f"must be an oracledb.AsyncConnectionPool, got {type(async_pool).__name__}")
+            raise InvalidArgument(
+                "async_pool", f"must be an oracledb.AsyncConnectionPool, got {type(async_pool).__name__}"
+            )
         if source is None and not dsn:
             raise InvalidArgument("dsn", "give pool= (or connection=), or connection parameters with dsn=")
         self._names = StoreNames.for_store(memory_store_id)
@@ -509,7 +514,9 @@ class OracleStore(MemoryStore):
             self.close()
         temporary = self._pool is None
         if temporary:
-            self._pool, self._owns_pool = (self._source, False) if self._source is not None else (self._make_pool(), True)
+            self._pool, self._owns_pool = (
+                (self._source, False) if self._source is not None else (self._make_pool(), True)
+            )
         try:
             return list(self._run(plans.drop_plan(self._names), "drop", write=True))
         finally:

@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from agentmemory.records import Link, LinkType, Record, RecordStatus, RecordType
 from agentmemory_oracle import sql as q
 from agentmemory_oracle.names import StoreNames
+
+from agentmemory.records import Link, LinkType, Record, RecordStatus, RecordType
 
 MARKER = "ZQ"
 _PAYLOADS = [

@@ -29,7 +29,6 @@ if not DSN:
     pytest.skip(SKIP_REASON, allow_module_level=True)
 
 from agentmemory_conformance import BackendConformance  # noqa: E402
-
 from agentmemory_oracle import OracleStore  # noqa: E402
 
 USER = os.environ.get("AGENTMEMORY_ORACLE_USER") or None

@@ -6,9 +6,10 @@ import re
 from typing import Any
 
 import pytest
-from agentmemory.errors import InvalidArgument
 from agentmemory_oracle import ddl
 from agentmemory_oracle.names import DEFAULT_STORE_ID, StoreNames, validate_store_id
+
+from agentmemory.errors import InvalidArgument
 
 
 @pytest.mark.parametrize("good", ["a", "T_CARD_CONTENT", "mem_01", "X" * 16, "t_mem_extraction"])
@@ -54,7 +55,9 @@ def test_default_store_and_lower_case_names_rejected() -> None:
 def test_every_identifier_in_ddl_comes_from_the_prefix() -> None:
     names = StoreNames.for_store("Demo")
     steps = [ddl.meta_table(names), *ddl.schema_steps(names, 384)]
-    created = [re.search(r"CREATE (?:MULTIVALUE |VECTOR )?(?:TABLE|INDEX|SEQUENCE) (\w+)", s.sql).group(1) for s in steps]  # type: ignore[union-attr]
+    created = [
+        re.search(r"CREATE (?:MULTIVALUE |VECTOR )?(?:TABLE|INDEX|SEQUENCE) (\w+)", s.sql).group(1) for s in steps
+    ]  # type: ignore[union-attr]
     assert created == [s.name for s in steps]
     assert all(name.startswith("DEMO_") for name in created)
     assert len(set(created)) == len(created)
@@ -72,7 +75,10 @@ def test_schema_shape() -> None:
     assert "FOREIGN KEY (record_id) REFERENCES S_RECORD (record_id) ON DELETE CASCADE" in chunk
     record = by_name["S_RECORD"].sql
     assert "metadata JSON NOT NULL" in record and "md_keys JSON NOT NULL" in record
-    assert "CHECK (record_type IN ('message', 'memory', 'fact', 'guideline', 'preference', 'user', 'agent', 'thread', 'summary'))" in record
+    assert (
+        "CHECK (record_type IN ('message', 'memory', 'fact', 'guideline', 'preference', 'user', 'agent', 'thread', 'summary'))"
+        in record
+    )
     assert "UNIQUE (seq)" in record
     link = by_name["S_MEMORY_LINK"].sql
     assert "UNIQUE (pair_lo, pair_hi)" in link and "CHECK (source_id <> target_id)" in link

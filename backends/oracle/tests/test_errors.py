@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import oracledb
 import pytest
+from agentmemory_oracle.errors import error_code, map_error, ora_code_of
+from oracledb.errors import _Error
+
 from agentmemory.errors import (
     BackendError,
     BackendUnavailable,
@@ -12,11 +15,11 @@ from agentmemory.errors import (
     NotFound,
     TransientBackendError,
 )
-from agentmemory_oracle.errors import error_code, map_error, ora_code_of
-from oracledb.errors import _Error
 
 
-def driver_error(code: str, *, cls: type[oracledb.Error] = oracledb.DatabaseError, recoverable: bool = False) -> oracledb.Error:
+def driver_error(
+    code: str, *, cls: type[oracledb.Error] = oracledb.DatabaseError, recoverable: bool = False
+) -> oracledb.Error:
     return cls(_Error(message=f"{code}: something happened", isrecoverable=recoverable))
 
 

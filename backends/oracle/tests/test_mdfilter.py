@@ -7,10 +7,11 @@ import re
 from typing import Any
 
 import pytest
-from agentmemory.filters import metadata_matches, validate_metadata_filter
 from agentmemory_oracle import mdfilter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from agentmemory.filters import metadata_matches, validate_metadata_filter
 
 KEYS = st.sampled_from(["a", "b", "tags", "n", "é", "x'y", "$ok"])
 SCALARS = st.one_of(
@@ -22,7 +23,9 @@ SCALARS = st.one_of(
 )
 VALUES = st.recursive(
     SCALARS,
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(KEYS.filter(lambda k: not k.startswith("$")), inner, max_size=3)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(KEYS.filter(lambda k: not k.startswith("$")), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 META_KEYS = KEYS.filter(lambda k: not k.startswith("$"))

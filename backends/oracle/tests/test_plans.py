@@ -8,14 +8,15 @@ from typing import Any
 
 import oracledb
 import pytest
-from agentmemory.errors import BackendError, BackendUnavailable, Conflict, NotFound
-from agentmemory.records import RecordStatus, RecordType
-from agentmemory.spi import NewRecord, Order, RecordFilter, RecordPatch, SchemaPolicy, WriteBatch
 from agentmemory_oracle import ddl, plans
 from agentmemory_oracle import sql as q
 from agentmemory_oracle.errors import map_error
 from agentmemory_oracle.names import StoreNames
 from oracledb.errors import _Error
+
+from agentmemory.errors import BackendError, BackendUnavailable, Conflict, NotFound
+from agentmemory.records import RecordStatus, RecordType
+from agentmemory.spi import NewRecord, Order, RecordFilter, RecordPatch, SchemaPolicy, WriteBatch
 
 NOW = datetime(2025, 1, 1, tzinfo=timezone.utc)
 
@@ -126,7 +127,12 @@ def test_vector_only_patches(names: StoreNames, h: Any) -> None:
     _, stmts = h.run_plan(
         plans.write_plan(names, batch), responder(h, ("r.record_id IN", lambda s: [(v,) for v in s.binds.values()]))
     )
-    assert kinds(stmts) == ["SELECT T_STORE_RECORD", "MERGE T_STORE_RECORD_CHUNK", "SELECT T_STORE_RECORD", "DELETE T_STORE_RECORD_CHUNK"]
+    assert kinds(stmts) == [
+        "SELECT T_STORE_RECORD",
+        "MERGE T_STORE_RECORD_CHUNK",
+        "SELECT T_STORE_RECORD",
+        "DELETE T_STORE_RECORD_CHUNK",
+    ]
     with pytest.raises(NotFound):
         h.run_plan(plans.write_plan(names, batch), responder(h, ("r.record_id IN", [])))
 
@@ -160,7 +166,12 @@ def test_missing_link_and_record_deletes(names: StoreNames, h: Any) -> None:
     ],
 )
 def test_link_add_errors_follow_batch_order(
-    names: StoreNames, h: Any, links: list[tuple[str, str, str]], existing_records: list[str], clashes: list[Any], error: Any
+    names: StoreNames,
+    h: Any,
+    links: list[tuple[str, str, str]],
+    existing_records: list[str],
+    clashes: list[Any],
+    error: Any,
 ) -> None:
     batch = WriteBatch(add_links=[h.link(*x) for x in links])
     script = responder(
@@ -176,7 +187,10 @@ def test_hostile_batch_never_reaches_sql_text(names: StoreNames, h: Any) -> None
     hx = h.HOSTILE
     batch = WriteBatch(
         add=[
-            NewRecord(h.rec(hx[0], content=hx[1], user=hx[2], agent=hx[3], thread=hx[4], metadata={hx[5]: {hx[6]: [hx[7]]}}), h.vec(1)),
+            NewRecord(
+                h.rec(hx[0], content=hx[1], user=hx[2], agent=hx[3], thread=hx[4], metadata={hx[5]: {hx[6]: [hx[7]]}}),
+                h.vec(1),
+            ),
             NewRecord(h.rec(hx[8], type=RecordType.MESSAGE, content=hx[9]), None),
         ],
         patch=[RecordPatch(hx[0], content=hx[10], metadata={hx[11]: hx[0]}), RecordPatch(hx[8], vector=h.vec(0, 1))],
@@ -207,12 +221,16 @@ def test_query_count_links_plans(names: StoreNames, h: Any) -> None:
     rows, stmts = h.run_plan(plans.query_plan(names, RecordFilter(), Order.SEQ_ASC, 0, 0), h.default_responder)
     assert rows == [] and stmts == []  # limit 0 never asks the server
     rows, _ = h.run_plan(
-        plans.query_plan(names, RecordFilter(), Order.SEQ_DESC, 5, 1), responder(h, ("SELECT", [_row(h, "a", None)[:-1]]))
+        plans.query_plan(names, RecordFilter(), Order.SEQ_DESC, 5, 1),
+        responder(h, ("SELECT", [_row(h, "a", None)[:-1]])),
     )
     assert [r.record_id for r in rows] == ["a"]
     count, _ = h.run_plan(plans.count_plan(names, RecordFilter()), responder(h, ("COUNT", [(7,)])))
     assert count == 7
-    link_rows = [("l2", "a", "b", "supports", {}, datetime(2025, 1, 1)), ("l10", "a", "c", "refines", {"w": 1}, datetime(2025, 1, 1))]
+    link_rows = [
+        ("l2", "a", "b", "supports", {}, datetime(2025, 1, 1)),
+        ("l10", "a", "c", "refines", {"w": 1}, datetime(2025, 1, 1)),
+    ]
     links, _ = h.run_plan(plans.links_plan(names, ["a"], None), responder(h, ("SELECT", link_rows)))
     assert [x.link_id for x in links] == ["l10", "l2"]  # code point order, whatever the server sorted
     assert links[0].metadata == {"w": 1} and links[0].created_at.tzinfo is not None
@@ -228,7 +246,9 @@ def test_query_count_links_plans(names: StoreNames, h: Any) -> None:
         (True, 1001, ["count", "approx"], True),
     ],
 )
-def test_vector_planner(names: StoreNames, h: Any, index: bool, count: int | None, expect_kinds: list[str], approx: bool | None) -> None:
+def test_vector_planner(
+    names: StoreNames, h: Any, index: bool, count: int | None, expect_kinds: list[str], approx: bool | None
+) -> None:
     planner = plans.VectorPlanner(index_available=index, exact_threshold=1000, target_accuracy=90)
     rows = [_row(h, "b", 0.1000004), _row(h, "a", 0.1000001), _row(h, "c", 0.05), _row(h, "d", float("nan"))]
     hits, stmts = h.run_plan(
@@ -256,13 +276,18 @@ def test_keyword_plan(names: StoreNames, h: Any) -> None:
     hits, stmts = h.run_plan(plans.keyword_plan(names, "?!", RecordFilter(), 5), h.default_responder)
     assert hits == [] and stmts == []
     rows = [_row(h, "b", 40), _row(h, "a", 40), _row(h, "c", 90)]
-    hits, stmts = h.run_plan(plans.keyword_plan(names, "hello world", RecordFilter(), 2), responder(h, ("CONTAINS", rows)))
+    hits, stmts = h.run_plan(
+        plans.keyword_plan(names, "hello world", RecordFilter(), 2), responder(h, ("CONTAINS", rows))
+    )
     assert [(x.record.record_id, x.score) for x in hits] == [("c", 90.0), ("a", 40.0)]
     assert stmts[0].binds["b0"] == "{hello} ACCUM {world}"
 
 
 # ---- schema policies ---------------------------------------------------------------------------------
-ALL_INDEXES = [(n, "VALID", "VALID") for n in ("T_STORE_RECORD_CHUNK_EMBEDDING_VEC_I", "T_STORE_RECORD_CHUNK_TEXT_TXT_I", "T_STORE_RECORD_MDKEYS_MVI")]
+ALL_INDEXES = [
+    (n, "VALID", "VALID")
+    for n in ("T_STORE_RECORD_CHUNK_EMBEDDING_VEC_I", "T_STORE_RECORD_CHUNK_TEXT_TXT_I", "T_STORE_RECORD_MDKEYS_MVI")
+]
 
 
 def _objects(names: StoreNames, dim: int = 4, optional: bool = True) -> list[tuple[str, str]]:
@@ -270,7 +295,9 @@ def _objects(names: StoreNames, dim: int = 4, optional: bool = True) -> list[tup
     return [(names.meta, "TABLE"), *((s.name, "X") for s in steps)]
 
 
-def _open(names: StoreNames, h: Any, policy: SchemaPolicy, *rules: tuple[str, Any], **kw: Any) -> tuple[Any, list[q.Statement]]:
+def _open(
+    names: StoreNames, h: Any, policy: SchemaPolicy, *rules: tuple[str, Any], **kw: Any
+) -> tuple[Any, list[q.Statement]]:
     return h.run_plan(plans.open_plan(names, 4, policy, ddl.IndexOptions(), NOW, **kw), responder(h, *rules))
 
 
@@ -291,11 +318,19 @@ class MetaRows:
 def test_create_if_necessary_on_empty_schema_creates_everything(names: StoreNames, h: Any) -> None:
     meta = MetaRows()
     result, stmts = _open(
-        names, h, SchemaPolicy.CREATE_IF_NECESSARY,
-        ("FROM user_objects", []), ("INSERT INTO T_STORE_STORE_META", meta.insert),
-        ("SELECT schema_version", meta.select), ("FROM user_indexes", ALL_INDEXES),
+        names,
+        h,
+        SchemaPolicy.CREATE_IF_NECESSARY,
+        ("FROM user_objects", []),
+        ("INSERT INTO T_STORE_STORE_META", meta.insert),
+        ("SELECT schema_version", meta.select),
+        ("FROM user_indexes", ALL_INDEXES),
     )
-    created = [s.sql.split()[2] if s.sql.split()[1] in ("TABLE", "INDEX", "SEQUENCE") else s.sql.split()[3] for s in stmts if s.sql.startswith("CREATE")]
+    created = [
+        s.sql.split()[2] if s.sql.split()[1] in ("TABLE", "INDEX", "SEQUENCE") else s.sql.split()[3]
+        for s in stmts
+        if s.sql.startswith("CREATE")
+    ]
     assert created == [names.meta, *(x.name for x in ddl.schema_steps(names, 4))]
     assert result.features == {"vector_index", "text_index", "metadata_index"} and not result.warnings
     assert meta.row == (ddl.SCHEMA_VERSION, 4)
@@ -306,7 +341,11 @@ def test_create_if_necessary_on_empty_schema_creates_everything(names: StoreName
 def test_existing_complete_store_runs_no_ddl(names: StoreNames, h: Any) -> None:
     for policy in (SchemaPolicy.CREATE_IF_NECESSARY, SchemaPolicy.REQUIRE_EXISTING):
         result, stmts = _open(
-            names, h, policy, ("FROM user_objects", _objects(names)), ("SELECT schema_version", [(1, 4)]),
+            names,
+            h,
+            policy,
+            ("FROM user_objects", _objects(names)),
+            ("SELECT schema_version", [(1, 4)]),
             ("FROM user_indexes", ALL_INDEXES[:1]),
         )
         assert not any(s.sql.startswith(("CREATE", "DROP", "INSERT", "ALTER")) for s in stmts)
@@ -317,35 +356,76 @@ def test_require_existing_never_creates(names: StoreNames, h: Any) -> None:
     with pytest.raises(BackendUnavailable, match="does not exist"):
         _open(names, h, SchemaPolicy.REQUIRE_EXISTING, ("FROM user_objects", []))
     with pytest.raises(BackendUnavailable, match="no schema version row"):
-        _open(names, h, SchemaPolicy.REQUIRE_EXISTING, ("FROM user_objects", [(names.meta, "TABLE")]), ("SELECT schema_version", []))
+        _open(
+            names,
+            h,
+            SchemaPolicy.REQUIRE_EXISTING,
+            ("FROM user_objects", [(names.meta, "TABLE")]),
+            ("SELECT schema_version", []),
+        )
     with pytest.raises(BackendUnavailable, match="incomplete"):
         _open(
-            names, h, SchemaPolicy.REQUIRE_EXISTING,
-            ("FROM user_objects", [(names.meta, "TABLE"), (names.record, "TABLE")]), ("SELECT schema_version", [(1, 4)]),
+            names,
+            h,
+            SchemaPolicy.REQUIRE_EXISTING,
+            ("FROM user_objects", [(names.meta, "TABLE"), (names.record, "TABLE")]),
+            ("SELECT schema_version", [(1, 4)]),
         )
     # optional indexes missing is fine: fewer features, no DDL
     result, stmts = _open(
-        names, h, SchemaPolicy.REQUIRE_EXISTING,
-        ("FROM user_objects", _objects(names, optional=False)), ("SELECT schema_version", [(1, 4)]), ("FROM user_indexes", []),
+        names,
+        h,
+        SchemaPolicy.REQUIRE_EXISTING,
+        ("FROM user_objects", _objects(names, optional=False)),
+        ("SELECT schema_version", [(1, 4)]),
+        ("FROM user_indexes", []),
     )
     assert result.features == set() and not any(s.sql.startswith("CREATE") for s in stmts)
 
 
 def test_dimension_and_version_checks(names: StoreNames, h: Any) -> None:
     with pytest.raises(Conflict, match="holds 8-d vectors, not 4-d"):
-        _open(names, h, SchemaPolicy.CREATE_IF_NECESSARY, ("FROM user_objects", _objects(names)), ("SELECT schema_version", [(1, 8)]))
+        _open(
+            names,
+            h,
+            SchemaPolicy.CREATE_IF_NECESSARY,
+            ("FROM user_objects", _objects(names)),
+            ("SELECT schema_version", [(1, 8)]),
+        )
     with pytest.raises(BackendUnavailable, match="newer"):
-        _open(names, h, SchemaPolicy.CREATE_IF_NECESSARY, ("FROM user_objects", _objects(names)), ("SELECT schema_version", [(99, 4)]))
+        _open(
+            names,
+            h,
+            SchemaPolicy.CREATE_IF_NECESSARY,
+            ("FROM user_objects", _objects(names)),
+            ("SELECT schema_version", [(99, 4)]),
+        )
     with pytest.raises(BackendUnavailable, match="needs an upgrade"):
-        _open(names, h, SchemaPolicy.REQUIRE_EXISTING, ("FROM user_objects", _objects(names)), ("SELECT schema_version", [(0, 4)]))
+        _open(
+            names,
+            h,
+            SchemaPolicy.REQUIRE_EXISTING,
+            ("FROM user_objects", _objects(names)),
+            ("SELECT schema_version", [(0, 4)]),
+        )
     with pytest.raises(BackendUnavailable, match="cannot be upgraded"):
-        _open(names, h, SchemaPolicy.CREATE_IF_NECESSARY, ("FROM user_objects", _objects(names)), ("SELECT schema_version", [(0, 4)]))
+        _open(
+            names,
+            h,
+            SchemaPolicy.CREATE_IF_NECESSARY,
+            ("FROM user_objects", _objects(names)),
+            ("SELECT schema_version", [(0, 4)]),
+        )
 
 
 def test_migrations_run_then_version_is_recorded(names: StoreNames, h: Any) -> None:
     _, stmts = _open(
-        names, h, SchemaPolicy.CREATE_IF_NECESSARY,
-        ("FROM user_objects", _objects(names)), ("SELECT schema_version", [(0, 4)]), ("FROM user_indexes", ALL_INDEXES),
+        names,
+        h,
+        SchemaPolicy.CREATE_IF_NECESSARY,
+        ("FROM user_objects", _objects(names)),
+        ("SELECT schema_version", [(0, 4)]),
+        ("FROM user_indexes", ALL_INDEXES),
         migration_steps={0: [f"ALTER TABLE {names.record} ADD (x NUMBER)"]},
     )
     texts = [s.sql for s in stmts]
@@ -357,8 +437,11 @@ def test_migrations_run_then_version_is_recorded(names: StoreNames, h: Any) -> N
 def test_optional_index_failures_degrade_with_warnings(names: StoreNames, h: Any) -> None:
     present = _objects(names, optional=False)
     result, _ = _open(
-        names, h, SchemaPolicy.CREATE_IF_NECESSARY,
-        ("FROM user_objects", present), ("SELECT schema_version", [(1, 4)]),
+        names,
+        h,
+        SchemaPolicy.CREATE_IF_NECESSARY,
+        ("FROM user_objects", present),
+        ("SELECT schema_version", [(1, 4)]),
         ("CREATE VECTOR INDEX", ora("ORA-51962", "The vector memory area is out of space")),
         ("CTXSYS.CONTEXT", ora("ORA-29833", "indextype does not exist")),
         ("FROM user_indexes", [ALL_INDEXES[2]]),
@@ -371,15 +454,22 @@ def test_optional_index_failures_degrade_with_warnings(names: StoreNames, h: Any
 def test_required_ddl_failure_raises_but_already_exists_is_tolerated(names: StoreNames, h: Any) -> None:
     with pytest.raises(BackendUnavailable):
         _open(
-            names, h, SchemaPolicy.CREATE_IF_NECESSARY,
-            ("FROM user_objects", []), ("SELECT schema_version", [(1, 4)]),
+            names,
+            h,
+            SchemaPolicy.CREATE_IF_NECESSARY,
+            ("FROM user_objects", []),
+            ("SELECT schema_version", [(1, 4)]),
             (f"CREATE TABLE {names.record} ", ora("ORA-01031", "insufficient privileges")),
         )
     result, _ = _open(
-        names, h, SchemaPolicy.CREATE_IF_NECESSARY,
-        ("FROM user_objects", []), ("CREATE", ora("ORA-00955", "name is already used")),
+        names,
+        h,
+        SchemaPolicy.CREATE_IF_NECESSARY,
+        ("FROM user_objects", []),
+        ("CREATE", ora("ORA-00955", "name is already used")),
         ("INSERT INTO", ora("ORA-00001", "unique constraint violated")),  # a concurrent opener won
-        ("SELECT schema_version", [(1, 4)]), ("FROM user_indexes", ALL_INDEXES),
+        ("SELECT schema_version", [(1, 4)]),
+        ("FROM user_indexes", ALL_INDEXES),
     )
     assert result.created == [] and result.features == {"vector_index", "text_index", "metadata_index"}
 
@@ -396,9 +486,14 @@ def test_recreate_drops_existing_objects_first(names: StoreNames, h: Any) -> Non
         return 0
 
     _, stmts = _open(
-        names, h, SchemaPolicy.RECREATE,
-        ("FROM user_objects", objects), ("DROP ", drop), ("INSERT INTO T_STORE_STORE_META", meta.insert),
-        ("SELECT schema_version", meta.select), ("FROM user_indexes", ALL_INDEXES),
+        names,
+        h,
+        SchemaPolicy.RECREATE,
+        ("FROM user_objects", objects),
+        ("DROP ", drop),
+        ("INSERT INTO T_STORE_STORE_META", meta.insert),
+        ("SELECT schema_version", meta.select),
+        ("FROM user_indexes", ALL_INDEXES),
     )
     drops = [s.sql for s in stmts if s.sql.startswith("DROP")]
     assert drops == [
@@ -413,7 +508,9 @@ def test_recreate_drops_existing_objects_first(names: StoreNames, h: Any) -> Non
 def test_drop_plan_tolerates_vanished_objects(names: StoreNames, h: Any) -> None:
     dropped, _ = h.run_plan(
         plans.drop_plan(names),
-        responder(h, ("FROM user_objects", [(names.chunk, "TABLE")]), ("DROP", ora("ORA-00942", "table does not exist"))),
+        responder(
+            h, ("FROM user_objects", [(names.chunk, "TABLE")]), ("DROP", ora("ORA-00942", "table does not exist"))
+        ),
     )
     assert dropped == [names.chunk]
     with pytest.raises(BackendError):

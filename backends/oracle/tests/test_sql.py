@@ -9,10 +9,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from agentmemory.records import RecordStatus, RecordType
-from agentmemory.spi import ANY, Order, RecordFilter, RecordPatch
 from agentmemory_oracle import sql as q
 from agentmemory_oracle.names import StoreNames
+
+from agentmemory.records import RecordStatus, RecordType
+from agentmemory.spi import ANY, Order, RecordFilter, RecordPatch
 
 UTC = timezone.utc
 
@@ -163,10 +164,7 @@ def test_approximate_vector_search(names: StoreNames, h: Any) -> None:
         names, RecordFilter(user_id="u"), h.vec(1), 10, approximate=True, candidates=40, target_accuracy=90
     )
     h.check_binds(stmt)
-    inner = (
-        "ORDER BY VECTOR_DISTANCE(c.embedding, :b0, COSINE) "
-        "FETCH APPROX FIRST 40 ROWS ONLY WITH TARGET ACCURACY 90"
-    )
+    inner = "ORDER BY VECTOR_DISTANCE(c.embedding, :b0, COSINE) FETCH APPROX FIRST 40 ROWS ONLY WITH TARGET ACCURACY 90"
     assert inner in stmt.sql
     # the approximate candidates are re-ranked exactly with the deterministic tie-break
     assert stmt.sql.index(inner) < stmt.sql.index("ORDER BY ROUND(distance, 6)")
@@ -177,8 +175,7 @@ def test_approximate_vector_search(names: StoreNames, h: Any) -> None:
 def test_vector_candidate_count(names: StoreNames, h: Any) -> None:
     stmt = q.count_vector_candidates(names, RecordFilter(agent_id=None), 1001)
     assert stmt.sql == (
-        "SELECT COUNT(*) FROM (SELECT 1 FROM T_STORE_RECORD_CHUNK c WHERE c.agent_id IS NULL "
-        "FETCH FIRST :b0 ROWS ONLY)"
+        "SELECT COUNT(*) FROM (SELECT 1 FROM T_STORE_RECORD_CHUNK c WHERE c.agent_id IS NULL FETCH FIRST :b0 ROWS ONLY)"
     )
     assert stmt.binds == {"b0": 1001}
 

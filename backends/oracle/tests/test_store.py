@@ -14,13 +14,14 @@ from typing import Any
 import numpy as np
 import oracledb
 import pytest
-from agentmemory.errors import BackendUnavailable, Conflict, InvalidArgument, TransientBackendError
-from agentmemory.records import RecordType
-from agentmemory.spi import Capability, NewRecord, RecordFilter, RecordPatch, SchemaPolicy, WriteBatch
 from agentmemory_oracle import ddl
 from agentmemory_oracle.names import StoreNames
 from agentmemory_oracle.store import OracleStore
 from oracledb.errors import _Error
+
+from agentmemory.errors import BackendUnavailable, Conflict, InvalidArgument, TransientBackendError
+from agentmemory.records import RecordType
+from agentmemory.spi import Capability, NewRecord, RecordFilter, RecordPatch, SchemaPolicy, WriteBatch
 
 NAMES = StoreNames.for_store("t_store")
 
@@ -41,7 +42,10 @@ class Server:
         self.base = [
             ("FROM user_objects", self.objects),
             ("SELECT schema_version", [(ddl.SCHEMA_VERSION, dimension)]),
-            ("FROM user_indexes", [(n, "VALID", "VALID") for n in (NAMES.vector_index, NAMES.text_index, NAMES.metadata_index)]),
+            (
+                "FROM user_indexes",
+                [(n, "VALID", "VALID") for n in (NAMES.vector_index, NAMES.text_index, NAMES.metadata_index)],
+            ),
             ("nls_session_parameters", [("NLS_COMP", "BINARY"), ("NLS_SORT", "BINARY")]),
             ("NEXTVAL", lambda sql, binds: [(i + 1,) for i in range(binds["b0"])]),
         ]
@@ -382,7 +386,13 @@ def test_string_options_are_coerced(h: Any) -> None:
     ("uri", "user", "password", "dsn", "store_id"),
     [
         ("oracle://am:secret@db.example:1522/FREEPDB1", "am", "secret", "db.example:1522/FREEPDB1", "AGENTMEMORY"),
-        ("oracle://am:p%40ss%3Aw%2Frd@localhost/FREEPDB1?memory_store_id=T_CARD", "am", "p@ss:w/rd", "localhost:1521/FREEPDB1", "T_CARD"),
+        (
+            "oracle://am:p%40ss%3Aw%2Frd@localhost/FREEPDB1?memory_store_id=T_CARD",
+            "am",
+            "p@ss:w/rd",
+            "localhost:1521/FREEPDB1",
+            "T_CARD",
+        ),
         ("oracle://am:x@[::1]:1521/svc", "am", "x", "[::1]:1521/svc", "AGENTMEMORY"),
         ("oracle://am:x@ignored/?dsn=mytnsalias", "am", "x", "mytnsalias", "AGENTMEMORY"),
     ],
@@ -393,7 +403,9 @@ def test_from_uri(uri: str, user: str, password: str, dsn: str, store_id: str) -
     assert not store.is_open  # building never connects
 
 
-@pytest.mark.parametrize("uri", ["duckdb:///x", "oracle://", "oracle://u:p@h/s?bogus=1", "oracle://u:p@h/s?memory_store_id=1x"])
+@pytest.mark.parametrize(
+    "uri", ["duckdb:///x", "oracle://", "oracle://u:p@h/s?bogus=1", "oracle://u:p@h/s?memory_store_id=1x"]
+)
 def test_bad_uris(uri: str) -> None:
     with pytest.raises(InvalidArgument):
         OracleStore.from_uri(uri)
