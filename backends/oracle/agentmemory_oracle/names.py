@@ -7,6 +7,7 @@ fixed suffixes, so no caller string can inject SQL through a name.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -34,6 +35,14 @@ def validate_store_id(memory_store_id: object) -> str:
             f"must start with a letter and contain only letters, digits and '_', got {memory_store_id!r}",
         )
     return memory_store_id.upper()
+
+
+def store_id_for_key(key: str) -> str:
+    """A valid 16-character store id derived from any string (e.g. a test harness's per-test
+    path): ``K`` plus 15 hex digits of its hash."""
+    if not isinstance(key, str) or not key:
+        raise InvalidArgument("memory_store_key", "must be a non-empty string")
+    return "K" + hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest().upper()[:15]
 
 
 def _ident(name: str) -> str:

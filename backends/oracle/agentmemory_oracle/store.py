@@ -48,7 +48,7 @@ from agentmemory.spi import (
 from . import ddl, plans
 from . import sql as q
 from .errors import map_error
-from .names import StoreNames
+from .names import StoreNames, store_id_for_key
 
 log = logging.getLogger(__name__)
 
@@ -191,6 +191,7 @@ class OracleStore(MemoryStore):
         password: str | None = None,
         dsn: str | None = None,
         memory_store_id: str | None = None,
+        memory_store_key: str | None = None,
         pool_min: int = 1,
         pool_max: int = 8,
         pool_increment: int = 1,
@@ -219,6 +220,10 @@ class OracleStore(MemoryStore):
             )
         if source is None and not dsn:
             raise InvalidArgument("dsn", "give pool= (or connection=), or connection parameters with dsn=")
+        if memory_store_key is not None:
+            if memory_store_id is not None:
+                raise InvalidArgument("memory_store_key", "give memory_store_id or memory_store_key, not both")
+            memory_store_id = store_id_for_key(memory_store_key)
         self._names = StoreNames.for_store(memory_store_id)
         self._source = source
         self._async_source = async_pool
@@ -260,13 +265,14 @@ class OracleStore(MemoryStore):
         """``oracle://user:password@host[:port]/service[?memory_store_id=X&option=value]``.
 
         Percent-encode special characters of the password. ``?dsn=...`` overrides the host part
-        (for a TNS alias or a full connect descriptor).
+        (for a TNS alias or a full connect descriptor). ``?memory_store_key=...`` derives the store
+        id from any string (the conformance suite's ``{tmp}`` per-test path).
         """
         parts = urlsplit(uri)
         if parts.scheme != "oracle":
             raise InvalidArgument("store", f"expected an oracle:// URI, got {uri!r}")
         options: dict[str, Any] = dict(parse_qsl(parts.query, keep_blank_values=True))
-        unknown = set(options) - {"dsn", "memory_store_id", *_INT_OPTIONS, *_BOOL_OPTIONS}
+        unknown = set(options) - {"dsn", "memory_store_id", "memory_store_key", *_INT_OPTIONS, *_BOOL_OPTIONS}
         if unknown:
             raise InvalidArgument("store", f"unknown oracle:// option(s): {', '.join(sorted(unknown))}")
         if parts.username:

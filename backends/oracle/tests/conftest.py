@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import array
 import re
 import sys
 from collections.abc import Callable, Iterable
@@ -15,7 +16,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
+import oracledb
 import pytest
+from agentmemory_oracle import ddl
 from agentmemory_oracle import sql as q
 from agentmemory_oracle.names import StoreNames
 
@@ -156,6 +159,167 @@ def default_responder(stmt: q.Statement) -> Any:
     if isinstance(stmt, q.Execute):
         return 0
     return []
+
+
+# ---- fake python-oracledb objects for the store glue tests ----------------------------------------
+class Server:
+    """Scripted answers by SQL fragment, plus a log of everything the store sent."""
+
+    def __init__(self, *rules: tuple[str, Any], dimension: int = 4) -> None:
+        self.rules = list(rules)
+        self.log: list[tuple[str, str, Any]] = []
+        steps = ddl.schema_steps(NAMES, dimension)
+        self.objects = [(NAMES.meta, "TABLE"), *((s.name, "X") for s in steps)]
+        self.base = [
+            ("FROM user_objects", self.objects),
+            ("SELECT schema_version", [(ddl.SCHEMA_VERSION, dimension)]),
+            (
+                "FROM user_indexes",
+                [(n, "VALID", "VALID") for n in (NAMES.vector_index, NAMES.text_index, NAMES.metadata_index)],
+            ),
+            ("nls_session_parameters", [("NLS_COMP", "BINARY"), ("NLS_SORT", "BINARY")]),
+            ("NEXTVAL", lambda sql, binds: [(i + 1,) for i in range(binds["b0"])]),
+        ]
+        self.commits = 0
+        self.rollbacks = 0
+
+    def answer(self, kind: str, sql: str, binds: Any) -> Any:
+        self.log.append((kind, sql, binds))
+        for fragment, result in [*self.rules, *self.base]:
+            if fragment in sql:
+                if isinstance(result, BaseException):
+                    raise result
+                return result(sql, binds) if callable(result) else result
+        return None
+
+
+def _check_bind_types(sql: str, values: dict[str, Any], sizes: dict[str, Any]) -> None:
+    assert set(values) == bind_names(sql), f"binds {sorted(values)} vs SQL {sorted(bind_names(sql))}"
+    for name, value in values.items():
+        assert not isinstance(value, (np.ndarray, np.generic)), f"numpy value bound to :{name}"
+        if isinstance(value, (dict, list)):
+            assert sizes.get(name) is oracledb.DB_TYPE_JSON, f":{name} JSON without DB_TYPE_JSON"
+        if isinstance(value, array.array):
+            assert value.typecode == "f" and sizes.get(name) is oracledb.DB_TYPE_VECTOR
+        if isinstance(value, datetime):
+            assert value.tzinfo is None and sizes.get(name) is oracledb.DB_TYPE_TIMESTAMP
+
+
+class FakeCursor:
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.sizes: dict[str, Any] = {}
+        self.rows: list[Any] = []
+        self.rowcount = 0
+        self.counts: list[int] = []
+        self.closed = False
+
+    def setinputsizes(self, **sizes: Any) -> None:
+        assert all(isinstance(v, oracledb.DbType) for v in sizes.values())
+        self.sizes = sizes
+
+    def _run(self, sql: str, params: Any, fetch_lobs: Any) -> None:
+        values = params or {}
+        _check_bind_types(sql, values, self.sizes)
+        if sql.lstrip().startswith("SELECT"):
+            assert fetch_lobs is False, "queries must fetch LOBs as values"
+        result = self.server.answer("execute", sql, values)
+        self.rows = list(result) if isinstance(result, list) else []
+        self.rowcount = result if isinstance(result, int) else len(self.rows)
+
+    def execute(self, sql: str, params: Any = None, *, fetch_lobs: Any = None) -> None:
+        self._run(sql, params, fetch_lobs)
+
+    def executemany(self, sql: str, rows: list[dict[str, Any]], *, arraydmlrowcounts: bool = False) -> None:
+        for row in rows:
+            _check_bind_types(sql, row, self.sizes)
+        result = self.server.answer("executemany", sql, rows)
+        self.counts = list(result) if isinstance(result, list) else [1] * len(rows)
+        self.arraydml = arraydmlrowcounts
+
+    def getarraydmlrowcounts(self) -> list[int]:
+        assert self.arraydml, "row counts asked without arraydmlrowcounts=True"
+        return self.counts
+
+    def fetchall(self) -> list[Any]:
+        return self.rows
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FakeConnection:
+    version = "23.6.0.24.10"
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+
+    def cursor(self) -> FakeCursor:
+        return FakeCursor(self.server)
+
+    def commit(self) -> None:
+        self.server.commits += 1
+
+    def rollback(self) -> None:
+        self.server.rollbacks += 1
+
+
+class FakePool:
+    def __init__(self, server: Server, *, fail: oracledb.Error | None = None) -> None:
+        self.server = server
+        self.fail = fail
+        self.out = 0
+        self.closed = False
+
+    def acquire(self) -> FakeConnection:
+        if self.fail is not None:
+            raise self.fail
+        self.out += 1
+        return FakeConnection(self.server)
+
+    def release(self, conn: FakeConnection) -> None:
+        self.out -= 1
+
+    def close(self, force: bool = False) -> None:
+        self.closed = True
+
+
+class FakeAsyncCursor(FakeCursor):
+    async def execute(self, sql: str, params: Any = None, *, fetch_lobs: Any = None) -> None:  # type: ignore[override]
+        self._run(sql, params, fetch_lobs)
+
+    async def executemany(self, sql: str, rows: list[dict[str, Any]], *, arraydmlrowcounts: bool = False) -> None:  # type: ignore[override]
+        FakeCursor.executemany(self, sql, rows, arraydmlrowcounts=arraydmlrowcounts)
+
+    async def fetchall(self) -> list[Any]:  # type: ignore[override]
+        return self.rows
+
+
+class FakeAsyncConnection:
+    def __init__(self, server: Server) -> None:
+        self.server = server
+
+    def cursor(self) -> FakeAsyncCursor:
+        return FakeAsyncCursor(self.server)
+
+    async def commit(self) -> None:
+        self.server.commits += 1
+
+    async def rollback(self) -> None:
+        self.server.rollbacks += 1
+
+
+class FakeAsyncPool(oracledb.AsyncConnectionPool):
+    def __init__(self, server: Server) -> None:  # no real pool behind it
+        self.server = server
+        self.acquired = 0
+
+    async def acquire(self) -> FakeAsyncConnection:  # type: ignore[override]
+        self.acquired += 1
+        return FakeAsyncConnection(self.server)
+
+    async def release(self, connection: Any, tag: Any = None) -> None:  # type: ignore[override]
+        self.acquired -= 1
 
 
 @pytest.fixture(scope="session")

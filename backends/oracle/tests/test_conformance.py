@@ -2,15 +2,16 @@
 
 Set ``AGENTMEMORY_ORACLE_DSN`` (e.g. ``localhost:1521/FREEPDB1``) plus ``AGENTMEMORY_ORACLE_USER``
 and ``AGENTMEMORY_ORACLE_PASSWORD``; see ``backends/oracle/README.md`` for Oracle Database Free.
-Every test gets its own memory store (a table prefix derived from its directory) and the tables
+Every test gets its own memory store (a table prefix derived from its directory with
+``memory_store_key``) and the tables
 are dropped after the test. Without a DSN this module is skipped LOUDLY: the skip reason shows in
 ``pytest -ra`` and a warning is printed, because an unrun suite must never look like a pass.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,12 +34,8 @@ from agentmemory_oracle import OracleStore  # noqa: E402
 
 USER = os.environ.get("AGENTMEMORY_ORACLE_USER") or None
 PASSWORD = os.environ.get("AGENTMEMORY_ORACLE_PASSWORD") or None
-RUN_TAG = hashlib.blake2b(f"{os.getpid()}".encode(), digest_size=2).hexdigest().upper()
-
-
-def store_id_for(path: Path) -> str:
-    """A 16-character store id, stable for one path within this run (reopen = same data)."""
-    return "T" + RUN_TAG + hashlib.blake2b(str(path).encode(), digest_size=6).hexdigest().upper()[:11]
+RUN = f"{os.getpid()}-{time.time_ns()}"
+"""Part of every store key, so leftovers of an interrupted run never collide with this one."""
 
 
 class _OracleFactory(BackendConformance):
@@ -54,11 +51,17 @@ class _OracleFactory(BackendConformance):
             OracleStore(user=USER, password=PASSWORD, dsn=DSN, memory_store_id=store_id).drop()
 
     def make_store(self, path: Path) -> OracleStore:
-        store_id = store_id_for(path)
-        self.created.append(store_id)
-        return OracleStore(
-            user=USER, password=PASSWORD, dsn=DSN, memory_store_id=store_id, pool_min=0, pool_max=4, **self.options
+        store = OracleStore(
+            user=USER,
+            password=PASSWORD,
+            dsn=DSN,
+            memory_store_key=f"{RUN}:{path}",  # same path = same tables (reopen keeps data)
+            pool_min=0,
+            pool_max=4,
+            **self.options,
         )
+        self.created.append(store.memory_store_id)
+        return store
 
 
 class TestOracleConformance(_OracleFactory):

@@ -5,10 +5,8 @@ what they cannot check is Oracle itself (see README: run the conformance suite o
 
 from __future__ import annotations
 
-import array
 import asyncio
 import warnings
-from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -30,167 +28,6 @@ def driver_error(code: str) -> oracledb.Error:
     return oracledb.DatabaseError(_Error(message=f"{code}: scripted failure"))
 
 
-class Server:
-    """Scripted answers by SQL fragment, plus a log of everything the store sent."""
-
-    def __init__(self, h: Any, *rules: tuple[str, Any], dimension: int = 4) -> None:
-        self.h = h
-        self.rules = list(rules)
-        self.log: list[tuple[str, str, Any]] = []
-        steps = ddl.schema_steps(NAMES, dimension)
-        self.objects = [(NAMES.meta, "TABLE"), *((s.name, "X") for s in steps)]
-        self.base = [
-            ("FROM user_objects", self.objects),
-            ("SELECT schema_version", [(ddl.SCHEMA_VERSION, dimension)]),
-            (
-                "FROM user_indexes",
-                [(n, "VALID", "VALID") for n in (NAMES.vector_index, NAMES.text_index, NAMES.metadata_index)],
-            ),
-            ("nls_session_parameters", [("NLS_COMP", "BINARY"), ("NLS_SORT", "BINARY")]),
-            ("NEXTVAL", lambda sql, binds: [(i + 1,) for i in range(binds["b0"])]),
-        ]
-        self.commits = 0
-        self.rollbacks = 0
-
-    def answer(self, kind: str, sql: str, binds: Any) -> Any:
-        self.log.append((kind, sql, binds))
-        for fragment, result in [*self.rules, *self.base]:
-            if fragment in sql:
-                if isinstance(result, BaseException):
-                    raise result
-                return result(sql, binds) if callable(result) else result
-        return None
-
-
-def _check_bind_types(sql: str, values: dict[str, Any], sizes: dict[str, Any], h: Any) -> None:
-    assert set(values) == h.bind_names(sql), f"binds {sorted(values)} vs SQL {sorted(h.bind_names(sql))}"
-    for name, value in values.items():
-        assert not isinstance(value, (np.ndarray, np.generic)), f"numpy value bound to :{name}"
-        if isinstance(value, (dict, list)):
-            assert sizes.get(name) is oracledb.DB_TYPE_JSON, f":{name} JSON without DB_TYPE_JSON"
-        if isinstance(value, array.array):
-            assert value.typecode == "f" and sizes.get(name) is oracledb.DB_TYPE_VECTOR
-        if isinstance(value, datetime):
-            assert value.tzinfo is None and sizes.get(name) is oracledb.DB_TYPE_TIMESTAMP
-
-
-class FakeCursor:
-    def __init__(self, server: Server) -> None:
-        self.server = server
-        self.sizes: dict[str, Any] = {}
-        self.rows: list[Any] = []
-        self.rowcount = 0
-        self.counts: list[int] = []
-        self.closed = False
-
-    def setinputsizes(self, **sizes: Any) -> None:
-        assert all(isinstance(v, oracledb.DbType) for v in sizes.values())
-        self.sizes = sizes
-
-    def _run(self, sql: str, params: Any, fetch_lobs: Any) -> None:
-        values = params or {}
-        _check_bind_types(sql, values, self.sizes, self.server.h)
-        if sql.lstrip().startswith("SELECT"):
-            assert fetch_lobs is False, "queries must fetch LOBs as values"
-        result = self.server.answer("execute", sql, values)
-        self.rows = list(result) if isinstance(result, list) else []
-        self.rowcount = result if isinstance(result, int) else len(self.rows)
-
-    def execute(self, sql: str, params: Any = None, *, fetch_lobs: Any = None) -> None:
-        self._run(sql, params, fetch_lobs)
-
-    def executemany(self, sql: str, rows: list[dict[str, Any]], *, arraydmlrowcounts: bool = False) -> None:
-        for row in rows:
-            _check_bind_types(sql, row, self.sizes, self.server.h)
-        result = self.server.answer("executemany", sql, rows)
-        self.counts = list(result) if isinstance(result, list) else [1] * len(rows)
-        self.arraydml = arraydmlrowcounts
-
-    def getarraydmlrowcounts(self) -> list[int]:
-        assert self.arraydml, "row counts asked without arraydmlrowcounts=True"
-        return self.counts
-
-    def fetchall(self) -> list[Any]:
-        return self.rows
-
-    def close(self) -> None:
-        self.closed = True
-
-
-class FakeConnection:
-    version = "23.6.0.24.10"
-
-    def __init__(self, server: Server) -> None:
-        self.server = server
-
-    def cursor(self) -> FakeCursor:
-        return FakeCursor(self.server)
-
-    def commit(self) -> None:
-        self.server.commits += 1
-
-    def rollback(self) -> None:
-        self.server.rollbacks += 1
-
-
-class FakePool:
-    def __init__(self, server: Server, *, fail: oracledb.Error | None = None) -> None:
-        self.server = server
-        self.fail = fail
-        self.out = 0
-        self.closed = False
-
-    def acquire(self) -> FakeConnection:
-        if self.fail is not None:
-            raise self.fail
-        self.out += 1
-        return FakeConnection(self.server)
-
-    def release(self, conn: FakeConnection) -> None:
-        self.out -= 1
-
-    def close(self, force: bool = False) -> None:
-        self.closed = True
-
-
-class FakeAsyncCursor(FakeCursor):
-    async def execute(self, sql: str, params: Any = None, *, fetch_lobs: Any = None) -> None:  # type: ignore[override]
-        self._run(sql, params, fetch_lobs)
-
-    async def executemany(self, sql: str, rows: list[dict[str, Any]], *, arraydmlrowcounts: bool = False) -> None:  # type: ignore[override]
-        FakeCursor.executemany(self, sql, rows, arraydmlrowcounts=arraydmlrowcounts)
-
-    async def fetchall(self) -> list[Any]:  # type: ignore[override]
-        return self.rows
-
-
-class FakeAsyncConnection:
-    def __init__(self, server: Server) -> None:
-        self.server = server
-
-    def cursor(self) -> FakeAsyncCursor:
-        return FakeAsyncCursor(self.server)
-
-    async def commit(self) -> None:
-        self.server.commits += 1
-
-    async def rollback(self) -> None:
-        self.server.rollbacks += 1
-
-
-class FakeAsyncPool(oracledb.AsyncConnectionPool):
-    def __init__(self, server: Server) -> None:  # no real pool behind it
-        self.server = server
-        self.acquired = 0
-
-    async def acquire(self) -> FakeAsyncConnection:  # type: ignore[override]
-        self.acquired += 1
-        return FakeAsyncConnection(self.server)
-
-    async def release(self, connection: Any, tag: Any = None) -> None:  # type: ignore[override]
-        self.acquired -= 1
-
-
 def _row(h: Any, rid: str, *extra: Any) -> tuple[Any, ...]:
     from agentmemory_oracle import sql as q
 
@@ -199,19 +36,19 @@ def _row(h: Any, rid: str, *extra: Any) -> tuple[Any, ...]:
 
 
 @pytest.fixture
-def server(h: Any) -> Server:
-    return Server(h)
+def server(h: Any) -> Any:
+    return h.Server()
 
 
 @pytest.fixture
-def store(server: Server) -> OracleStore:
-    s = OracleStore(pool=FakePool(server), memory_store_id="t_store")
+def store(server: Any, h: Any) -> OracleStore:
+    s = OracleStore(pool=h.FakePool(server), memory_store_id="t_store")
     s.open(dimension=4)
     return s
 
 
 # ---- lifecycle -----------------------------------------------------------------------------------------
-def test_open_reads_schema_and_declares_capabilities(store: OracleStore, server: Server) -> None:
+def test_open_reads_schema_and_declares_capabilities(store: OracleStore, server: Any) -> None:
     assert store.is_open and store.dimension == 4
     assert store.capabilities() == {
         Capability.PERSISTENCE,
@@ -227,29 +64,29 @@ def test_open_reads_schema_and_declares_capabilities(store: OracleStore, server:
 
 
 def test_missing_indexes_reduce_capabilities(h: Any) -> None:
-    server = Server(h, ("FROM user_indexes", []))
-    store = OracleStore(pool=FakePool(server), memory_store_id="t_store")
+    server = h.Server(("FROM user_indexes", []))
+    store = OracleStore(pool=h.FakePool(server), memory_store_id="t_store")
     store.open(dimension=4, schema_policy=SchemaPolicy.REQUIRE_EXISTING)
     assert Capability.KEYWORD_SEARCH not in store.capabilities()
     assert Capability.APPROXIMATE_SEARCH not in store.capabilities()
 
 
 def test_old_server_and_nls_warning(h: Any) -> None:
-    server = Server(h)
-    old = FakePool(server)
-    old.acquire = lambda: type("Old", (FakeConnection,), {"version": "19.3.0.0.0"})(server)  # type: ignore[method-assign]
+    server = h.Server()
+    old = h.FakePool(server)
+    old.acquire = lambda: type("Old", (h.FakeConnection,), {"version": "19.3.0.0.0"})(server)  # type: ignore[method-assign]
     with pytest.raises(BackendUnavailable, match="23ai"):
         OracleStore(pool=old, memory_store_id="t_store").open(dimension=4)
-    linguistic = Server(h, ("nls_session_parameters", [("NLS_COMP", "LINGUISTIC"), ("NLS_SORT", "BINARY_CI")]))
+    linguistic = h.Server(("nls_session_parameters", [("NLS_COMP", "LINGUISTIC"), ("NLS_SORT", "BINARY_CI")]))
     with pytest.warns(RuntimeWarning, match="NLS"):
-        OracleStore(pool=FakePool(linguistic), memory_store_id="t_store").open(dimension=4)
+        OracleStore(pool=h.FakePool(linguistic), memory_store_id="t_store").open(dimension=4)
 
 
 def test_connection_failures_are_typed(h: Any) -> None:
-    down = FakePool(Server(h), fail=driver_error("DPY-6005"))
+    down = h.FakePool(h.Server(), fail=driver_error("DPY-6005"))
     with pytest.raises(BackendUnavailable):
         OracleStore(pool=down).open(dimension=4)
-    flaky = FakePool(Server(h), fail=driver_error("DPY-4011"))
+    flaky = h.FakePool(h.Server(), fail=driver_error("DPY-4011"))
     with pytest.raises(TransientBackendError):
         OracleStore(pool=flaky).open(dimension=4)
 
@@ -263,8 +100,8 @@ def test_closed_store_refuses_work_and_user_pool_stays_open(store: OracleStore) 
 
 
 def test_drop_uses_the_pool_without_opening(h: Any) -> None:
-    server = Server(h, ("FROM user_objects", [(NAMES.record, "TABLE"), (NAMES.seq, "SEQUENCE")]))
-    dropped = OracleStore(pool=FakePool(server), memory_store_id="t_store").drop()
+    server = h.Server(("FROM user_objects", [(NAMES.record, "TABLE"), (NAMES.seq, "SEQUENCE")]))
+    dropped = OracleStore(pool=h.FakePool(server), memory_store_id="t_store").drop()
     assert dropped == [NAMES.record, NAMES.seq]
     assert [sql for _, sql, _ in server.log if sql.startswith("DROP")] == [
         "DROP TABLE T_STORE_RECORD CASCADE CONSTRAINTS PURGE",
@@ -273,7 +110,7 @@ def test_drop_uses_the_pool_without_opening(h: Any) -> None:
 
 
 # ---- transactions and bind types -------------------------------------------------------------------------
-def test_write_commits_once_with_typed_binds(store: OracleStore, server: Server, h: Any) -> None:
+def test_write_commits_once_with_typed_binds(store: OracleStore, server: Any, h: Any) -> None:
     server.commits = 0
     batch = WriteBatch(
         add=[NewRecord(h.rec("a", metadata={"tags": ["x"]}), h.vec(1, 2)), NewRecord(h.rec("b"), None)],
@@ -286,7 +123,7 @@ def test_write_commits_once_with_typed_binds(store: OracleStore, server: Server,
     assert sent == ["INSERT", "INSERT", "UPDATE", "UPDATE", "MERGE"]
 
 
-def test_failed_write_rolls_back_and_maps_the_error(store: OracleStore, server: Server, h: Any) -> None:
+def test_failed_write_rolls_back_and_maps_the_error(store: OracleStore, server: Any, h: Any) -> None:
     server.rules.append(("INSERT INTO T_STORE_RECORD ", driver_error("ORA-00001")))
     server.commits = 0
     with pytest.raises(Conflict, match="ORA-00001"):
@@ -295,7 +132,7 @@ def test_failed_write_rolls_back_and_maps_the_error(store: OracleStore, server: 
     assert store._pool.out == 0  # the connection went back to the pool
 
 
-def test_reads_map_rows(store: OracleStore, server: Server, h: Any) -> None:
+def test_reads_map_rows(store: OracleStore, server: Any, h: Any) -> None:
     server.rules.extend(
         [
             ("ORDER BY r.seq", [_row(h, "a")]),
@@ -316,8 +153,8 @@ def test_reads_map_rows(store: OracleStore, server: Server, h: Any) -> None:
 
 
 def test_single_connection_mode(h: Any) -> None:
-    server = Server(h)
-    conn = FakeConnection(server)
+    server = h.Server()
+    conn = h.FakeConnection(server)
     store = OracleStore(connection=conn, memory_store_id="t_store")
     store.open(dimension=4)
     store.write(WriteBatch(add=[NewRecord(h.rec("a"), None)]))
@@ -326,9 +163,9 @@ def test_single_connection_mode(h: Any) -> None:
 
 # ---- async -------------------------------------------------------------------------------------------------
 def test_native_async_path(h: Any) -> None:
-    server = Server(h, ("ORDER BY r.seq", [_row(h, "a")]))
-    apool = FakeAsyncPool(server)
-    store = OracleStore(pool=FakePool(server), async_pool=apool, memory_store_id="t_store")
+    server = h.Server(("ORDER BY r.seq", [_row(h, "a")]))
+    apool = h.FakeAsyncPool(server)
+    store = OracleStore(pool=h.FakePool(server), async_pool=apool, memory_store_id="t_store")
     store.open(dimension=4)
 
     async def work() -> None:
@@ -345,7 +182,7 @@ def test_native_async_path(h: Any) -> None:
     assert server.commits == before + 1 and server.rollbacks == 1 and apool.acquired == 0
 
 
-def test_async_falls_back_to_threads_for_a_callers_sync_pool(store: OracleStore, server: Server, h: Any) -> None:
+def test_async_falls_back_to_threads_for_a_callers_sync_pool(store: OracleStore, server: Any, h: Any) -> None:
     server.rules.append(("ORDER BY r.seq", [_row(h, "a")]))
     rows = asyncio.run(store.aquery(RecordFilter()))
     assert [r.record_id for r in rows] == ["a"]
@@ -356,9 +193,9 @@ def test_constructor_validation(h: Any) -> None:
     with pytest.raises(InvalidArgument) as info:
         OracleStore()
     assert info.value.argument == "dsn"
-    pool = FakePool(Server(h))
+    pool = h.FakePool(h.Server())
     with pytest.raises(InvalidArgument):
-        OracleStore(pool=pool, connection=FakeConnection(Server(h)))
+        OracleStore(pool=pool, connection=h.FakeConnection(h.Server()))
     with pytest.raises(InvalidArgument):
         OracleStore(pool=object())
     with pytest.raises(InvalidArgument):
@@ -377,7 +214,9 @@ def test_constructor_validation(h: Any) -> None:
 
 
 def test_string_options_are_coerced(h: Any) -> None:
-    store = OracleStore(pool=FakePool(Server(h)), exact_search_threshold="5", text_index="false", target_accuracy="90")
+    store = OracleStore(
+        pool=h.FakePool(h.Server()), exact_search_threshold="5", text_index="false", target_accuracy="90"
+    )
     assert store._exact_threshold == 5 and store._index_options.text_index is False
     assert Capability.KEYWORD_SEARCH not in store.capabilities()
 
@@ -435,13 +274,12 @@ def test_plugin_module_is_import_light() -> None:
 
 def test_open_warnings_surface(h: Any) -> None:
     present = [(NAMES.meta, "TABLE"), *((s.name, "X") for s in ddl.schema_steps(NAMES, 4) if not s.optional)]
-    server = Server(
-        h,
+    server = h.Server(
         ("FROM user_objects", present),
         ("CREATE VECTOR INDEX", driver_error("ORA-51962")),
         ("FROM user_indexes", []),
     )
-    store = OracleStore(pool=FakePool(server), memory_store_id="t_store")
+    store = OracleStore(pool=h.FakePool(server), memory_store_id="t_store")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         store.open(dimension=4)
