@@ -242,6 +242,19 @@ def test_from_uri(uri: str, user: str, password: str, dsn: str, store_id: str) -
     assert not store.is_open  # building never connects
 
 
+def test_memory_store_key_derives_a_valid_stable_id(h: Any) -> None:
+    pool = h.FakePool(h.Server())
+    a = OracleStore(pool=pool, memory_store_key="/tmp/pytest-7/test_x0/store")
+    b = OracleStore(pool=pool, memory_store_key="/tmp/pytest-7/test_x0/store")
+    c = OracleStore(pool=pool, memory_store_key="/tmp/pytest-7/test_x1/store")
+    assert a.memory_store_id == b.memory_store_id != c.memory_store_id
+    assert len(a.memory_store_id) == 16 and a.memory_store_id.startswith("K")
+    with pytest.raises(InvalidArgument):
+        OracleStore(pool=pool, memory_store_id="x", memory_store_key="y")
+    uri = OracleStore.from_uri("oracle://u:p@h/s?memory_store_key=/tmp/pytest-7/test_x0/store")
+    assert uri.memory_store_id == a.memory_store_id
+
+
 @pytest.mark.parametrize(
     "uri", ["duckdb:///x", "oracle://", "oracle://u:p@h/s?bogus=1", "oracle://u:p@h/s?memory_store_id=1x"]
 )
