@@ -32,6 +32,8 @@ CARD_TYPES = frozenset({*MEMORY_TYPES, RecordType.MESSAGE})
 """Keys accepted by ``min_relevant_results_by_type``."""
 MEMORY_SCOPE_TYPES = MEMORY_TYPES | {RecordType.USER, RecordType.AGENT}
 DEFAULT_MAX_RELEVANT = 5
+QUESTION_LOOKBACK = 20
+"""How many recent messages are searched for the newest user turn."""
 MESSAGE_WEIGHT = 0.5
 """Weight of the message ranking when fused with the memory ranking in the all-types search."""
 CONTEXT_CARD_TOKEN_LIMIT = 100_000
@@ -253,7 +255,8 @@ def context_card_op(
     renderer = thread.client.card_renderer_object()
     tail_n = int(except_last_messages)
     recent_n = int(max_recent_messages)
-    window = yield from _window_op(thread, tail_n + max(recent_n, int(fallback_message_count), 1))
+    # a window wide enough to find the newest user turn behind a run of assistant/tool turns
+    window = yield from _window_op(thread, tail_n + max(recent_n, int(fallback_message_count), QUESTION_LOOKBACK))
     derived = window[: len(window) - tail_n] if tail_n else window
     recent_msgs = window[-recent_n:] if recent_n else []
     summary = yield from _summary_for_range_op(thread, tail_n, int(fallback_message_count))

@@ -396,7 +396,7 @@ class AgentMemory:
                 raise InvalidArgument(unknown[0], "not a thread setting (MemoryExtractionConfig field)")
             data = current.model_dump()
             data.update(fields)  # None clears the thread value so the client's applies
-            current = MemoryExtractionConfig.from_any(data)
+            current = MemoryExtractionConfig.from_any(data, argument="")
         meta = user_metadata(rec) if metadata is OMITTED else validate_metadata("metadata", metadata)
         internal["config"] = current.set_fields()
         patch = RecordPatch(rec.record_id, metadata={**meta, RESERVED_METADATA_KEY: internal})
@@ -712,8 +712,10 @@ class AgentMemory:
         """Async ``update_memory``."""
         return await run_async(self._update_record_op(memory_id, MEMORY_TYPES, "memory", content, metadata, status))
 
-    def _delete_typed_op(self, record_id: str, types: frozenset[RecordType], thread_id: str | None = None) -> Op[int]:
-        validate_id("record_id", record_id)
+    def _delete_typed_op(
+        self, record_id: str, types: frozenset[RecordType], thread_id: str | None = None, argument: str = "memory_id"
+    ) -> Op[int]:
+        validate_id(argument, record_id)
         flt = RecordFilter(record_ids=(record_id,), record_types=types, thread_id=ANY if thread_id is None else thread_id)
         rows: list[Record] = yield Call(self.store, "query", (flt,))
         count = yield from self._delete_op([r.record_id for r in rows])
@@ -759,7 +761,7 @@ class AgentMemory:
             agent_id=_list_scope("agent_id", agent_id),
             thread_id=_list_scope("thread_id", thread_id),
             metadata_filter=metadata_filter,
-            statuses=statuses_for(include_invalid),
+            statuses=statuses_for(include_invalid, "include_invalid"),
         )
         rows: list[Record] = yield Call(self.store, "query", (flt,), {"limit": limit, "offset": offset})
         return rows
@@ -879,7 +881,7 @@ class AgentMemory:
         patches: list[RecordPatch] = []
         if old.link_type.is_lifecycle and not ltype.is_lifecycle:
             patches = yield from self._restore_patches_op([old], {old.link_id})
-        elif ltype.is_lifecycle and not old.link_type.is_lifecycle:
+        elif ltype.is_lifecycle and ltype is not old.link_type:
             target = yield from self._get_op(old.target_id, MEMORY_TYPES, "memory")
             patches = [self._invalidate_patch(target, new)]
         batch = WriteBatch(patch=patches, delete_links=[link_id], add_links=[new])
@@ -1042,7 +1044,7 @@ def _merge_config(config: Any, fields: dict[str, Any]) -> MemoryExtractionConfig
         raise InvalidArgument(unknown[0], "unknown argument (not a MemoryExtractionConfig field)")
     data = base.model_dump()
     data.update({k: v for k, v in fields.items() if v is not None})
-    return MemoryExtractionConfig.from_any(data)
+    return MemoryExtractionConfig.from_any(data, argument="")
 
 
 def thread_info(record: Record) -> ThreadInfo:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import InvalidArgument
 
@@ -75,8 +75,10 @@ class MemoryExtractionConfig(BaseModel):
         if isinstance(value, dict):
             try:
                 return cls.model_validate(value)
-            except Exception as exc:  # pydantic.ValidationError
-                raise InvalidArgument(argument, str(exc).splitlines()[0] + ": " + str(exc)) from None
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                field = ".".join(str(p) for p in err["loc"])
+                raise InvalidArgument(f"{argument}.{field}" if argument else field, err["msg"]) from None
         raise InvalidArgument(argument, f"must be a MemoryExtractionConfig or dict, got {type(value).__name__}")
 
     @classmethod

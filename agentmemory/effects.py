@@ -1,7 +1,9 @@
 """One implementation, two drivers: client operations are written once as generators that
 yield ``Call`` effects; ``run_sync`` performs them with the sync API and ``run_async`` with the
 ``a``-prefixed async twins. This is how every ``*_async`` method stays identical to its sync
-twin without a second copy of the logic (and without ``asyncio.run`` inside sync code).
+twin without a second copy of the logic (and without ``asyncio.run`` inside sync code). An exception
+raised by a performed call is thrown back into the generator at its ``yield``, so operations
+handle errors with ordinary ``try``/``except``.
 """
 
 from __future__ import annotations
@@ -41,14 +43,18 @@ def run_sync(op: Op[T]) -> T:
     try:
         effect = next(op)
         while True:
-            if isinstance(effect, Gather):
-                if effect.limit > 1 and len(effect.ops) > 1:
-                    with ThreadPoolExecutor(max_workers=effect.limit) as pool:
-                        result: Any = list(pool.map(run_sync, effect.ops))
+            try:
+                if isinstance(effect, Gather):
+                    if effect.limit > 1 and len(effect.ops) > 1:
+                        with ThreadPoolExecutor(max_workers=effect.limit) as pool:
+                            result: Any = list(pool.map(run_sync, effect.ops))
+                    else:
+                        result = [run_sync(sub) for sub in effect.ops]
                 else:
-                    result = [run_sync(sub) for sub in effect.ops]
-            else:
-                result = getattr(effect.target, effect.method)(*effect.args, **effect.kwargs)
+                    result = getattr(effect.target, effect.method)(*effect.args, **effect.kwargs)
+            except Exception as exc:  # the operation may catch it where it yielded the effect
+                effect = op.throw(exc)
+                continue
             effect = op.send(result)
     except StopIteration as stop:
         return stop.value
@@ -59,12 +65,16 @@ async def run_async(op: Op[T]) -> T:
     try:
         effect = next(op)
         while True:
-            if isinstance(effect, Gather):
-                semaphore = asyncio.Semaphore(max(1, effect.limit))
-                result: Any = list(await asyncio.gather(*(_limited(semaphore, s) for s in effect.ops)))
-            else:
-                method = getattr(effect.target, "a" + effect.method)
-                result = await method(*effect.args, **effect.kwargs)
+            try:
+                if isinstance(effect, Gather):
+                    semaphore = asyncio.Semaphore(max(1, effect.limit))
+                    result: Any = list(await asyncio.gather(*(_limited(semaphore, s) for s in effect.ops)))
+                else:
+                    method = getattr(effect.target, "a" + effect.method)
+                    result = await method(*effect.args, **effect.kwargs)
+            except Exception as exc:  # the operation may catch it where it yielded the effect
+                effect = op.throw(exc)
+                continue
             effect = op.send(result)
     except StopIteration as stop:
         return stop.value

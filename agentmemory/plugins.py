@@ -107,8 +107,9 @@ class PluginManager:
             for kind, hook_name in hookspecs.HOOK_KINDS.items():
                 hook = getattr(self.pm.hook, hook_name)
                 # call implementations one by one so one failing plugin does not hide the others;
-                # pluggy calls later-registered plugins first, so plugins override built-ins
-                for impl in reversed(hook.get_hookimpls()):
+                # get_hookimpls() lists in registration order, so a plugin registered after the
+                # built-ins overrides a built-in of the same name
+                for impl in hook.get_hookimpls():
                     plugin_name = self.pm.get_name(impl.plugin) or repr(impl.plugin)
 
                     def register(

@@ -15,6 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field
 class RecordType(str, Enum):
     """What a record is. Threads and summaries are records too, kept out of search by default."""
 
+    def __str__(self) -> str:
+        return str(self.value)
+
     MESSAGE = "message"
     MEMORY = "memory"
     FACT = "fact"
@@ -45,12 +48,18 @@ TTL_TYPES: frozenset[RecordType] = MEMORY_TYPES | {RecordType.MESSAGE}
 class RecordStatus(str, Enum):
     """``invalid`` records stay stored as history (superseded, refined, duplicated)."""
 
+    def __str__(self) -> str:
+        return str(self.value)
+
     VALID = "valid"
     INVALID = "invalid"
 
 
 class LinkType(str, Enum):
     """Relations between memory-like records, stored in the source→target orientation."""
+
+    def __str__(self) -> str:
+        return str(self.value)
 
     SUPERSEDES = "supersedes"
     REFINES = "refines"

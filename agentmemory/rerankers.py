@@ -31,7 +31,7 @@ class MmrReranker:
         if len(results) < 3:
             return list(results)
         scores = [r.score for r in results]
-        lo, hi = min(scores), max(scores)
+        lo, hi = min(min(scores), 0.0), max(scores)  # 0-anchored: a close second stays close
         rel = [(s - lo) / (hi - lo) if hi > lo else 1.0 for s in scores]
         toks = [_tokens(r.record.content) for r in results]
         chosen: list[int] = []
@@ -61,7 +61,7 @@ class RecencyReranker:
             return []
         now = self.clock()
         scores = [r.score for r in results]
-        lo, hi = min(scores), max(scores)
+        lo, hi = min(min(scores), 0.0), max(scores)  # 0-anchored: a close second stays close
 
         def blended(item: tuple[int, SearchResult]) -> tuple[float, int]:
             i, r = item

@@ -253,10 +253,10 @@ def linked_op(
     return out
 
 
-def statuses_for(include_invalid_results: Any) -> frozenset[RecordStatus] | None:
+def statuses_for(include_invalid_results: Any, argument: str = "include_invalid_results") -> frozenset[RecordStatus] | None:
     """The status filter for ``include_invalid_results``."""
     if not isinstance(include_invalid_results, bool):
-        raise InvalidArgument("include_invalid_results", f"must be a bool, got {include_invalid_results!r}")
+        raise InvalidArgument(argument, f"must be a bool, got {include_invalid_results!r}")
     return None if include_invalid_results else frozenset({RecordStatus.VALID})
 
 

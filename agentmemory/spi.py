@@ -281,7 +281,7 @@ class MemoryStore(ABC):
         self._check_open()
         _validate_window(limit, offset)
         validate_filter(filter)
-        return self._query(filter, Order(order), limit, offset)
+        return self._query(filter, _validate_order(order), limit, offset)
 
     def count(self, filter: RecordFilter) -> int:
         """How many records match ``filter``."""
@@ -349,7 +349,7 @@ class MemoryStore(ABC):
         self._check_open()
         _validate_window(limit, offset)
         validate_filter(filter)
-        return await self._aquery(filter, Order(order), limit, offset)
+        return await self._aquery(filter, _validate_order(order), limit, offset)
 
     async def acount(self, filter: RecordFilter) -> int:
         """Async ``count``."""
@@ -454,7 +454,7 @@ def _validate_batch(batch: WriteBatch, dimension: int) -> None:
         if not isinstance(patch, RecordPatch):
             raise InvalidArgument("batch.patch", f"items must be RecordPatch, got {patch!r}")
         validate_patch(patch)
-        if isinstance(patch.vector, np.ndarray):
+        if patch.vector is not UNSET and patch.vector is not None:
             _validate_vector(f"vector of {patch.record_id!r}", patch.vector, dimension)
     for link in batch.add_links:
         validate_link(link)
@@ -474,6 +474,13 @@ def _validate_vector(name: str, vector: Any, dimension: int) -> np.ndarray:
     if not np.any(arr):
         raise InvalidArgument(name, "is all zeros (cosine distance undefined)")
     return arr
+
+
+def _validate_order(order: Any) -> Order:
+    try:
+        return Order(order)
+    except ValueError:
+        raise InvalidArgument("order", f"must be one of {[o.value for o in Order]}, got {order!r}") from None
 
 
 def _validate_k(k: Any) -> None:

@@ -33,10 +33,10 @@ MESSAGE_TYPES = frozenset({RecordType.MESSAGE})
 
 
 class Message(BaseModel):
-    """A message to add: role (user/assistant/system/tool), content, optional id, timestamp,
-    metadata and TTL."""
+    """A message to add: role (user/assistant/system/tool), content, optional id, timestamp
+    (datetime or ISO string) and metadata. Messages take the store's default TTL."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
     role: str
     content: str
@@ -210,11 +210,11 @@ class Thread:
 
     def delete_message(self, message_id: str) -> int:
         """Delete the raw message only (derived memories stay); returns 1 or 0."""
-        return run_sync(self.client._delete_typed_op(message_id, MESSAGE_TYPES, self.thread_id))
+        return run_sync(self.client._delete_typed_op(message_id, MESSAGE_TYPES, self.thread_id, "message_id"))
 
     async def delete_message_async(self, message_id: str) -> int:
         """Async ``delete_message``."""
-        return await run_async(self.client._delete_typed_op(message_id, MESSAGE_TYPES, self.thread_id))
+        return await run_async(self.client._delete_typed_op(message_id, MESSAGE_TYPES, self.thread_id, "message_id"))
 
     # ---- memories -----------------------------------------------------------------------------
     def _add_memory_op(self, content: str, kw: dict[str, Any]) -> Op[str]:
@@ -270,6 +270,8 @@ class Thread:
             "exact_thread_match": False,
         }
         defaults.update(options)
+        if defaults["exact_user_match"] is not True:
+            raise InvalidArgument("exact_user_match", "thread search is always scoped to one user (must be True)")
         try:
             return self.client.build_search(query, **defaults)
         except TypeError as exc:

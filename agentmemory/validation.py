@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence, Set
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidArgument
@@ -32,6 +33,13 @@ def _check_text(argument: str, value: str) -> None:
         value.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidArgument(argument, "is not valid unicode (lone surrogate)") from None
+
+
+def validate_aware_datetime(argument: str, value: Any) -> datetime:
+    """A timezone-aware ``datetime`` (naive ones are ambiguous across backends)."""
+    if not isinstance(value, datetime) or value.utcoffset() is None:
+        raise InvalidArgument(argument, f"must be a timezone-aware datetime, got {value!r}")
+    return value
 
 
 def validate_id(argument: str, value: Any, *, internal: bool = False) -> str:
@@ -145,15 +153,33 @@ def validate_new_record(record: Any) -> None:
     validate_metadata("metadata", record.metadata, allow_reserved=True)
     if record.role is not None:
         validate_content("role", record.role)
+    if not isinstance(record.record_type, RecordType):
+        raise InvalidArgument("record_type", f"must be a RecordType, got {record.record_type!r}")
+    if not isinstance(record.status, RecordStatus):
+        raise InvalidArgument("status", f"must be a RecordStatus, got {record.status!r}")
+    validate_aware_datetime("timestamp", record.timestamp)
+    validate_aware_datetime("created_at", record.created_at)
+    if record.expires_at is not None:
+        validate_aware_datetime("expires_at", record.expires_at)
 
 
 def validate_patch(patch: RecordPatch) -> None:
     """The SPI-level check of a record patch."""
+    from .spi import UNSET
+
     validate_id("record_id", patch.record_id, internal=True)
-    if isinstance(patch.content, str):
+    if patch.content is not UNSET:
         validate_content("content", patch.content)
-    if isinstance(patch.metadata, Mapping):
+    if patch.metadata is not UNSET:
+        if not isinstance(patch.metadata, Mapping):
+            raise InvalidArgument("metadata", f"must be a mapping, got {type(patch.metadata).__name__}")
         validate_metadata("metadata", patch.metadata, allow_reserved=True)
+    if patch.status is not UNSET and not isinstance(patch.status, RecordStatus):
+        raise InvalidArgument("status", f"must be a RecordStatus, got {patch.status!r}")
+    if patch.timestamp is not UNSET:
+        validate_aware_datetime("timestamp", patch.timestamp)
+    if patch.expires_at is not UNSET and patch.expires_at is not None:
+        validate_aware_datetime("expires_at", patch.expires_at)
 
 
 def validate_link(link: Any) -> None:
@@ -165,6 +191,9 @@ def validate_link(link: Any) -> None:
     validate_id("target_id", link.target_id)
     if link.source_id == link.target_id:
         raise InvalidArgument("target_id", "a record cannot be linked to itself")
+    if not isinstance(link.link_type, LinkType):
+        raise InvalidArgument("link_type", f"must be a LinkType, got {link.link_type!r}")
+    validate_aware_datetime("created_at", link.created_at)
     validate_metadata("link metadata", link.metadata)
 
 
@@ -179,8 +208,26 @@ def validate_filter(flt: RecordFilter) -> None:
         if value is not ANY and value is not None:
             validate_id(dim, value)
     if flt.record_ids is not None:
+        if isinstance(flt.record_ids, str) or not isinstance(flt.record_ids, Sequence):
+            raise InvalidArgument("record_ids", "must be a tuple of ids")
         for rid in flt.record_ids:
             validate_id("record_ids", rid, internal=True)
+    for name, enum in (("record_types", RecordType), ("statuses", RecordStatus)):
+        values = getattr(flt, name)
+        if values is None:
+            continue
+        if not isinstance(values, Set):
+            raise InvalidArgument(name, f"must be a frozenset of {enum.__name__}, got {type(values).__name__}")
+        for value in values:
+            if not isinstance(value, enum):
+                raise InvalidArgument(name, f"must contain {enum.__name__} values, got {value!r}")
+    for name in ("alive_at", "expired_at"):
+        if getattr(flt, name) is not None:
+            validate_aware_datetime(name, getattr(flt, name))
+    for name in ("min_seq", "max_seq"):
+        value = getattr(flt, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise InvalidArgument(name, f"must be an int or None, got {value!r}")
     if flt.metadata_filter is not None:
         validate_metadata_filter(flt.metadata_filter)
 

@@ -361,11 +361,6 @@ def test_the_newest_question_steers_retrieval_even_in_the_external_tail(new_clie
     assert "What is my dog called?" not in card.content  # the tail itself stays outside
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "core bug: card.context_card_op looks for the newest user turn only inside a window of "
-    "max(max_recent_messages, fallback_message_count, 1) messages, so fallback_message_count=0 (or a "
-    "run of assistant/tool turns) loses the question and the card comes back empty"
-))
 def test_fallback_message_count_zero_still_retrieves_by_the_question(new_client: Callable[..., AgentMemory]) -> None:
     client = new_client()
     thread = client.create_thread(thread_id="t", user_id="u")
@@ -601,10 +596,6 @@ def test_summary_disabled_means_no_summary_call(new_client: Callable[..., AgentM
     assert brain.calls == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "core bug: SummaryOutput.topics has max_length=8, so a model answering 9+ topics is rejected three "
-    "times and add_messages fails with ModelError instead of keeping the first 8"
-))
 def test_too_many_topics_from_the_model_are_cut_to_eight(new_client: Callable[..., AgentMemory], llm: OpenAICompatibleLlm, brain: Brain) -> None:
     brain.summary = lambda req: {"summary": "Many topics.", "topics": [f"topic {i}" for i in range(12)]}
     thread = new_client(llm=llm).create_thread(thread_id="t", user_id="u")

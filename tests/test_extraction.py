@@ -160,11 +160,6 @@ def fact(content: str, kind: str = "fact", **extra: Any) -> dict[str, Any]:
 
 
 # ---- invalid output: retried, then reported, never half-written -----------------------------------
-@pytest.mark.xfail(strict=True, reason=(
-    "core bug: effects.run_sync/run_async never throw a Call's exception back into the generator, "
-    "so structured_op's try/except around `yield Call(llm, 'generate')` cannot catch the ModelError "
-    "'not valid JSON' raised by OpenAICompatibleLlm.generate: invalid JSON is never retried"
-))
 def test_invalid_json_is_retried_then_a_model_error_with_nothing_written(new_client: Callable[..., AgentMemory], brain: Brain) -> None:
     brain.extraction = lambda req: "I think the user likes tea {not json"
     client = new_client(memory_extraction_config=NO_SUMMARY)
@@ -564,10 +559,6 @@ def test_disabled_linking_makes_no_link_call_and_ignores_proposed_links(new_clie
     assert len(memories(client, RecordStatus.VALID)) == 2
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "core bug: pipeline.extract_op writes the memories, then post_link_op raises, so process_op never "
-    "saves extracted_seq; the next add_messages extracts the same messages again (duplicate memories)"
-))
 def test_a_failed_link_call_does_not_cause_reextraction(new_client: Callable[..., AgentMemory], brain: Brain) -> None:
     """The memories of a successful extraction are written before linking; when the linking call
     then fails, the same messages must not be extracted again (duplicates) on the next call."""

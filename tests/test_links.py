@@ -181,8 +181,6 @@ async def test_link_errors_write_nothing(mem, client, snapshot):
     assert snapshot(client) == before
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: client._update_link_op keeps the old invalidation_reason when a "
-                   "lifecycle link changes to another lifecycle type (supersedes -> duplicates)")
 async def test_retyped_lifecycle_link_updates_the_reason(mem):
     await mem.add_memory("old entry", user_id="u1", memory_id="old")
     await mem.add_memory("new entry", user_id="u1", memory_id="new")

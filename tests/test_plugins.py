@@ -117,8 +117,6 @@ def test_backend_registered_by_lazy_dotted_path(lazy_module):
     assert [r.record.record_id for r in client.search("lazy backend", user_id="u1")] == [rid]
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: plugins.PluginManager._collect iterates reversed(get_hookimpls()) "
-                   "(newest first), so the built-in registration overwrites a plugin's, against its own comment")
 def test_plugin_overrides_a_builtin_backend(lazy_module):
     class Override:
         @hookimpl

@@ -144,11 +144,6 @@ def test_without_the_plugin_the_builtin_rules_run(made: list[AgentMemory]) -> No
     assert memory_contents(client) == ["The user's name is Bob."]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "core bug: PluginManager._collect calls hook implementations in reversed(get_hookimpls()) order, "
-    "i.e. the newest plugin first and the built-ins last, and the last register() call wins, so a "
-    "plugin can never replace a built-in name ('rules', 'xml', ...)"
-))
 def test_plugin_replaces_the_default_extractor_and_renderer(pm: PluginManager, made: list[AgentMemory]) -> None:
     assert pm.get("extractors", "rules").plugin == "test-plugin"
     client = client_with(made, pm)  # defaults: extractor "rules" (no LLM), renderer "xml"
@@ -307,11 +302,6 @@ def test_recency_breaks_close_calls_in_favour_of_newer_records() -> None:
     assert order(RecencyReranker(weight=0.0, clock=lambda: NOW)("where", [OLD, NEW, unrelated])) == ["old", "new", "far"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "core bug: RecencyReranker (and MmrReranker) min-max normalise scores, so the lowest result always "
-    "gets relevance 0: with exactly two close results (0.80 vs 0.78) the gap is stretched to 1 vs 0 and "
-    "the newer one can never win the close call the docstring promises"
-))
 def test_recency_breaks_a_close_call_between_two_results() -> None:
     reranker = RecencyReranker(half_life_days=30, weight=0.3, clock=lambda: NOW)
     assert order(reranker("where", [OLD, NEW])) == ["new", "old"]

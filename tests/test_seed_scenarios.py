@@ -189,10 +189,6 @@ def test_support_ticket_without_instructions_keeps_a_broader_memory(make_memory:
     assert [(r.record.record_type, r.content) for r in broad] == [(RecordType.MEMORY, BROAD_MEMORY)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "core bug: RecordType is a (str, Enum) without __str__, so on Python >= 3.11 the seed's "
-    "f'- [{result.record.record_type}] ...' prints '[RecordType.FACT]' instead of '[fact]'"
-))
 def test_support_search_prints_like_the_seed(make_memory: Callable[..., AgentMemory], model: InstructedModel) -> None:
     memory = support_memory(make_memory)
     thread = memory.create_thread(thread_id="support_ticket_7421", user_id="customer_123", memory_extraction_frequency=1)

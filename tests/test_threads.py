@@ -151,7 +151,7 @@ def test_client_level_config_rejects_unknown_fields():
 
     with pytest.raises(InvalidArgument) as err:
         AgentMemory("memory://", embedder=HashingEmbedder(8), memory_extraction_config={"nope": 1})
-    assert err.value.argument == "memory_extraction_config"
+    assert err.value.argument == "memory_extraction_config.nope"
 
 
 async def test_create_thread_with_config_object_and_fields(mem):

@@ -83,8 +83,6 @@ def site_ids(sites: list[Any]) -> list[str]:
     return [str(getattr(case, "values", case)[0]) for case in sites]
 
 
-BUG_DELETE_ID = pytest.mark.xfail(strict=True, reason="core bug: client._delete_typed_op names the id 'record_id' "
-                                  "instead of memory_id/message_id")
 
 ID_SITES = [
     ("create_thread.thread_id", lambda m, t, v: m.create_thread(v), "thread_id"),
@@ -131,22 +129,15 @@ ID_SITES = [
     ("add_messages.id", lambda m, t, v: t.add_messages([{"role": "user", "content": "x", "id": v}]), "messages[0].id"),
 ]
 
-BUG_MESSAGE_LAX = pytest.mark.xfail(strict=True, reason="core bug: thread.Message validates in pydantic lax mode "
-                                    "and turns bytes into a str id")
 
 
 def id_cases() -> list[Any]:
-    """Every id call site crossed with every bad id, with the known core bugs marked."""
-    cases = []
-    for site, call, argument in ID_SITES:
-        for name, bad in BAD_IDS.items():
-            marks = []
-            if site in ("delete_memory", "thread.delete_memory", "thread.delete_message"):
-                marks.append(BUG_DELETE_ID)
-            elif site == "add_messages.id" and name == "bytes":
-                marks.append(BUG_MESSAGE_LAX)
-            cases.append(pytest.param(site, call, argument, bad, id=f"{site}-{name}", marks=marks))
-    return cases
+    """Every id call site crossed with every bad id."""
+    return [
+        pytest.param(site, call, argument, bad, id=f"{site}-{name}")
+        for site, call, argument in ID_SITES
+        for name, bad in BAD_IDS.items()
+    ]
 
 
 @pytest.mark.parametrize(("site", "call", "argument", "bad"), id_cases())
@@ -268,8 +259,6 @@ async def test_bad_arguments(world, client, snapshot, case, call, argument):
     await check(world, client, snapshot, call, None, argument)
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: config.MemoryExtractionConfig.from_any names every field error "
-                   "'memory_extraction_config', also for keyword settings like extract_memories=")
 @pytest.mark.parametrize("where", ["create_thread", "update_thread", "get_thread"])
 async def test_setting_errors_name_the_setting(world, client, snapshot, where):
     calls = {
@@ -283,23 +272,17 @@ async def test_setting_errors_name_the_setting(world, client, snapshot, where):
     assert err.value.argument.split(".")[-1] == "extract_memories"
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: client._list_op checks include_invalid through statuses_for, "
-                   "which names it 'include_invalid_results'")
 async def test_list_memories_include_invalid_named(world, client, snapshot):
     await check(world, client, snapshot, lambda m, t, v: m.list_memories(include_invalid="yes"), None,
                 "include_invalid")
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: thread.Message coerces a number to a datetime (pydantic lax "
-                   "mode) while add_memory rejects numeric timestamps")
 async def test_numeric_message_timestamp_rejected(world, client, snapshot):
     await check(world, client, snapshot,
                 lambda m, t, v: t.add_messages([{"role": "user", "content": "x", "timestamp": 12345}]), None,
                 "messages[0].timestamp")
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: Thread.search accepts exact_user_match=False and then searches "
-                   "every user's records; client search refuses it (scope is a hard boundary)")
 async def test_thread_search_cannot_drop_the_user_scope(world, client, snapshot):
     await check(world, client, snapshot, lambda m, t, v: t.search("x", exact_user_match=False), None,
                 "exact_user_match")

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..effects import Call, Op
 from ..errors import ModelError
-from ..llm.http import parse_json_text
+from ..llm.http import InvalidJsonAnswer, parse_json_text
 from .models import ExtractionContext, ExtractionOutput, json_schema
 
 M = TypeVar("M", bound=BaseModel)
@@ -47,18 +47,19 @@ def structured_op(llm: Any, messages: list[dict[str, str]], model: type[M], atte
     conversation = list(messages)
     problem = ""
     for _ in range(attempts):
+        answer = ""
         try:
             result = yield Call(llm, "generate", (conversation,), {"response_json_schema": schema})
+            answer = result.text
             data = result.json if result.json is not None else parse_json_text(result.text)
             return model.model_validate(data)
-        except (ValidationError, ModelError) as exc:
-            if isinstance(exc, ModelError) and "not valid JSON" not in str(exc):
-                raise
+        except InvalidJsonAnswer as exc:  # other ModelErrors (HTTP, timeouts) are not retried here
+            answer, problem = exc.text, str(exc)[:1000]
+        except ValidationError as exc:
             problem = str(exc)[:1000]
-            answer = getattr(locals().get("result"), "text", "")
-            conversation = [
-                *messages,
-                {"role": "assistant", "content": answer[:4000]},
-                {"role": "user", "content": f"That answer was invalid: {problem}\nAnswer again with JSON that matches the schema exactly."},
-            ]
+        conversation = [
+            *messages,
+            {"role": "assistant", "content": answer[:4000]},
+            {"role": "user", "content": f"That answer was invalid: {problem}\nAnswer again with JSON that matches the schema exactly."},
+        ]
     raise ModelError(f"{model.__name__}: no valid answer after {attempts} attempts: {problem}")

@@ -88,7 +88,8 @@ class SummaryOutput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     summary: str
-    topics: list[str] = Field(default_factory=list, max_length=8)
+    topics: list[str] = Field(default_factory=list)
+    """Up to 8 are kept; extra topics from the model are dropped, not treated as an error."""
 
 
 def _strict(schema: dict[str, Any]) -> dict[str, Any]:

@@ -78,23 +78,23 @@ def process_op(client: AgentMemory, thread: Thread, cfg: ResolvedExtractionConfi
     summarized_seq = int(state.get("summarized_seq", 0))
     base = client._alive(thread_id=thread.thread_id, record_types=MESSAGE_TYPES)
     pending: list[Record] = yield Call(client.store, "query", (replace(base, min_seq=extracted_seq + 1),))
-    changed = False
     if cfg.extract_memories and pending and _due(len(pending), cfg.memory_extraction_frequency):
         window = pending
         if cfg.memory_extraction_window > 0:  # the newest N messages, the new ones marked
             recent: list[Record] = yield Call(client.store, "query", (base,), {"order": Order.SEQ_DESC, "limit": cfg.memory_extraction_window})
             window = recent[::-1]
-        yield from extract_op(client, thread, cfg, llm, window, {r.record_id for r in pending})
+        new_memories = yield from extract_op(client, thread, cfg, llm, window, {r.record_id for r in pending})
         state["extracted_seq"] = pending[-1].seq
-        changed = True
+        # saved before linking: a failed link call must not make these messages extract again
+        yield from _save_state_op(client, thread.thread_id, state)
+        if new_memories and cfg.memory_link_extraction_mode is MemoryLinkExtractionMode.POST_EXTRACTION and llm is not None:
+            yield from post_link_op(client, thread, llm, new_memories, cfg, set())
     if cfg.enable_context_summary and llm is not None:
         unsummarized: list[Record] = yield Call(client.store, "query", (replace(base, min_seq=summarized_seq + 1),))
         if unsummarized and _due(len(unsummarized), cfg.context_summary_update_frequency):
             yield from update_summary_op(client, thread, llm, unsummarized, cfg.memory_extraction_token_limit)
             state["summarized_seq"] = unsummarized[-1].seq
-            changed = True
-    if changed:
-        yield from _save_state_op(client, thread.thread_id, state)
+            yield from _save_state_op(client, thread.thread_id, state)
 
 
 def _due(count: int, frequency: int) -> bool:
@@ -132,9 +132,9 @@ def extract_op(
     llm: Any,
     window: list[Record],
     new_ids: set[str],
-) -> Op[list[str]]:
-    """One extraction over ``window``: writes the memories (and slot/during links) in one batch,
-    then links them post-extraction if configured. Returns the new memory ids."""
+) -> Op[list[Record]]:
+    """One extraction over ``window``: writes the memories (and slot/during links and the
+    invalidations they cause) in one batch and returns them."""
     extractor = resolve_extractor(client, llm)
     summary = yield from stored_summary_op(client, thread.thread_id)
     new_text = "\n".join(m.content for m in window if m.record_id in new_ids)
@@ -197,9 +197,7 @@ def extract_op(
     patches = _invalidations(links, past_by_id)
     batch = WriteBatch(add=[NewRecord(r, v) for r, v in zip(records, vectors)], patch=patches, add_links=links)
     yield Call(client.store, "write", (batch,))
-    if cfg.memory_link_extraction_mode is MemoryLinkExtractionMode.POST_EXTRACTION and llm is not None:
-        yield from post_link_op(client, thread, llm, records, cfg, linked_pairs)
-    return [r.record_id for r in records]
+    return records
 
 
 def _omitted() -> Any:
@@ -281,7 +279,7 @@ def update_summary_op(client: AgentMemory, thread: Thread, llm: Any, messages: l
     output = yield from summarize_op(llm, current.content if current else "", messages, token_limit)
     summary = Summary(
         content=output.summary,
-        topics=tuple(t for t in output.topics if t.strip())[:8],
+        topics=tuple(t.strip() for t in output.topics if t.strip())[:8],
         last_message_seq=messages[-1].seq,
         revision=(current.revision + 1) if current else 1,
     )

@@ -70,6 +70,14 @@ class OpenAICompatibleLlm(Llm):
         return LlmResult(text=text, json=parsed, usage=usage)
 
 
+class InvalidJsonAnswer(ModelError):
+    """The model answered text that is not valid JSON; ``text`` keeps the answer for a retry."""
+
+    def __init__(self, message: str, text: str) -> None:
+        super().__init__(message)
+        self.text = text
+
+
 def parse_json_text(text: str) -> Any:
     """Parse a model's JSON answer, tolerating a Markdown code fence around it."""
     body = text.strip()
@@ -79,4 +87,4 @@ def parse_json_text(text: str) -> Any:
     try:
         return json.loads(body)
     except json.JSONDecodeError as exc:
-        raise ModelError(f"model answer is not valid JSON ({exc}): {text[:200]!r}") from None
+        raise InvalidJsonAnswer(f"model answer is not valid JSON ({exc}): {text[:200]!r}", text) from None

@@ -33,7 +33,7 @@ class ScriptedServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
-                server.requests.append({"path": self.path, "body": body})
+                server.requests.append({"path": self.path, "body": body, "headers": dict(self.headers)})
                 status, answer = server._answer(self.path, body)
                 data = json.dumps(answer).encode()
                 self.send_response(status)
@@ -42,8 +42,12 @@ class ScriptedServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 64
+            daemon_threads = True
+
+        self._httpd = Server(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
 
     @property
