@@ -17,7 +17,16 @@ pytest.importorskip("langgraph.store.base")
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
-from langgraph.store.base import GetOp, InvalidNamespaceError, Item, ListNamespacesOp, MatchCondition, PutOp, SearchItem, SearchOp
+from langgraph.store.base import (
+    GetOp,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    PutOp,
+    SearchItem,
+    SearchOp,
+)
 
 from agentmemory import AgentMemory, HashingEmbedder, InvalidArgument, MemoryRetentionConfig
 from agentmemory.integrations.langgraph import AgentMemoryStore
