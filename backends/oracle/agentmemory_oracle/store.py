@@ -473,7 +473,10 @@ class OracleStore(MemoryStore):
             except oracledb.Error:
                 log.debug("closing the pool failed", exc_info=True)
         with self._async_lock:
+            async_pools = list(self._async_pools.items())
             self._async_pools = weakref.WeakKeyDictionary()
+        for loop, async_pool in async_pools:
+            _close_async_pool(loop, async_pool)
 
     def _close(self) -> None:
         self._release_pools()
@@ -576,6 +579,24 @@ class OracleStore(MemoryStore):
 
     def __repr__(self) -> str:
         return f"OracleStore(memory_store_id={self._names.store_id!r}, dsn={self._dsn!r})"
+
+
+def _close_async_pool(loop: asyncio.AbstractEventLoop, pool: Any) -> None:
+    """Close an async pool we own on its own loop, so its sessions do not outlive the store."""
+    if loop.is_closed():
+        return
+    try:
+        if not loop.is_running():
+            loop.run_until_complete(pool.close(force=True))
+            return
+        try:
+            current: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            current = None
+        if current is not loop:  # e.g. close() from a worker thread while the loop waits for it
+            asyncio.run_coroutine_threadsafe(pool.close(force=True), loop).result(timeout=30)
+    except Exception:  # noqa: BLE001 - best effort: the pool's sessions end with the process anyway
+        log.debug("closing an async pool failed", exc_info=True)
 
 
 def _single(stmt: q.Statement) -> plans.Plan[Any]:

@@ -313,6 +313,7 @@ class FakeAsyncPool(oracledb.AsyncConnectionPool):
     def __init__(self, server: Server) -> None:  # no real pool behind it
         self.server = server
         self.acquired = 0
+        self.closed = False
 
     async def acquire(self) -> FakeAsyncConnection:  # type: ignore[override]
         self.acquired += 1
@@ -320,6 +321,9 @@ class FakeAsyncPool(oracledb.AsyncConnectionPool):
 
     async def release(self, connection: Any, tag: Any = None) -> None:  # type: ignore[override]
         self.acquired -= 1
+
+    async def close(self, force: bool = False) -> None:  # type: ignore[override]
+        self.closed = True
 
 
 @pytest.fixture(scope="session")

@@ -27,7 +27,9 @@ def _split(source: str) -> tuple[list[str], list[str]]:
     lines = source.splitlines()
     changeable: set[int] = set()
     for node in tree.body:
-        is_memory = isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "memory" for t in node.targets)
+        is_memory = isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "memory" for t in node.targets
+        )
         if isinstance(node, (ast.Import, ast.ImportFrom)) or is_memory:
             changeable.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
     kept = [line for i, line in enumerate(lines, 1) if i not in changeable and line.strip()]
@@ -46,11 +48,12 @@ def test_port_changes_only_imports_and_construction() -> None:
 
 
 def test_ported_construction_runs(h: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import oracledb
+    from agentmemory_oracle import OracleStore
+
     import agentmemory
     import agentmemory.llm
-    import oracledb
     from agentmemory import HashingEmbedder
-    from agentmemory_oracle import OracleStore
 
     server = h.Server(dimension=64)
     monkeypatch.setattr(oracledb, "SessionPool", lambda **kw: h.FakePool(server))

@@ -182,6 +182,35 @@ def test_native_async_path(h: Any) -> None:
     assert server.commits == before + 1 and server.rollbacks == 1 and apool.acquired == 0
 
 
+def test_owned_pools_native_async_and_closed_with_the_store(h: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    server = h.Server(("ORDER BY r.seq", [_row(h, "a")]))
+    made: dict[str, Any] = {}
+
+    def create_pool(**kw: Any) -> Any:
+        assert kw["user"] == "am" and kw["dsn"] == "db:1521/svc" and kw["min"] == 1
+        made["sync"] = h.FakePool(server)
+        return made["sync"]
+
+    def create_pool_async(**kw: Any) -> Any:
+        assert kw["password"] == "pw" and kw["min"] == 0
+        made.setdefault("async", []).append(h.FakeAsyncPool(server))
+        return made["async"][-1]
+
+    monkeypatch.setattr(oracledb, "create_pool", create_pool)
+    monkeypatch.setattr(oracledb, "create_pool_async", create_pool_async)
+    store = OracleStore.from_uri("oracle://am:pw@db/svc?memory_store_id=t_store")
+    store.open(dimension=4)
+    loop = asyncio.new_event_loop()
+    try:
+        for _ in range(2):  # one async pool per loop, reused
+            assert [r.record_id for r in loop.run_until_complete(store.aquery(RecordFilter()))] == ["a"]
+        assert len(made["async"]) == 1 and made["async"][0].acquired == 0
+        store.close()
+        assert made["sync"].closed and made["async"][0].closed
+    finally:
+        loop.close()
+
+
 def test_async_falls_back_to_threads_for_a_callers_sync_pool(store: OracleStore, server: Any, h: Any) -> None:
     server.rules.append(("ORDER BY r.seq", [_row(h, "a")]))
     rows = asyncio.run(store.aquery(RecordFilter()))
