@@ -102,7 +102,7 @@ class VectorIndex:
             log.warning("hnswlib snapshot belongs to another store or dimension; rebuilding")
         self.rebuild(labels, vectors)
         self.generation = int(manifest.get("generation", 0)) if manifest else 0
-        self.unsaved = len(labels) or 1  # persist the rebuilt index at the next checkpoint
+        self.unsaved = len(labels)  # a rebuilt, non-empty index is persisted at once
         return ReconcileReport(None, True, len(labels), 0)
 
     def _load_and_reconcile(
@@ -135,7 +135,7 @@ class VectorIndex:
         self._deleted = 0
         if len(labels):
             self.index.add_items(vectors, labels, num_threads=self.num_threads)
-        self.unsaved += len(labels) or 1
+        self.unsaved += len(labels)
 
     def close(self) -> None:
         """Forget the in-memory index (the caller saves first when it wants to)."""

@@ -18,7 +18,9 @@ import os
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -33,7 +35,7 @@ from agentmemory.errors import (
     NotFound,
     TransientBackendError,
 )
-from agentmemory.records import Link, Record
+from agentmemory.records import Link, Record, RecordStatus
 from agentmemory.reference_store import tokenize
 from agentmemory.spi import (
     UNSET,
@@ -70,6 +72,8 @@ _EXACT_NS_PER_ROW = 250.0
 _META_NS_PER_ROW = 3000.0
 _ANN_NS_PER_EF = 2500.0
 _ANN_NS_FIXED = 40000.0
+_META_SAMPLE = 64
+"""Rows sampled to estimate how selective a metadata filter is before planning."""
 _TIE_MARGIN = 4e-6
 """Distances closer than this to the edge of an ANN fetch may round to a tie (6 decimals)."""
 
@@ -170,6 +174,10 @@ class HnswlibStore(MemoryStore):
         self._broken: str | None = None
         self.last_reconcile: Any = None
         """What the last open had to do to bring the index in line with the records."""
+        self._rng = np.random.default_rng(0x5EED)
+        self.plan_counts: Counter[str] = Counter()
+        """How vector queries were answered: ``exact``, ``ann``, ``ann_refetch`` (a fetch had
+        to grow), ``ann_fallback`` (the ANN path gave way to an exact scan)."""
 
     @classmethod
     def from_uri(cls, uri: str) -> HnswlibStore:
@@ -504,22 +512,22 @@ class HnswlibStore(MemoryStore):
             raise NotFound("record", rid)
         sets: list[str] = []
         params: list[Any] = []
-        if patch.content is not UNSET:
+        if isinstance(patch.content, str):
             sets.append("content = ?")
             params.append(patch.content)
-        if patch.metadata is not UNSET:
+        if isinstance(patch.metadata, Mapping):
             sets.append("metadata = ?")
-            params.append(_sql.dumps(dict(patch.metadata)))  # type: ignore[arg-type]
-        if patch.status is not UNSET:
+            params.append(_sql.dumps(dict(patch.metadata)))
+        if isinstance(patch.status, RecordStatus):
             sets.append("status = ?")
-            params.append(patch.status.value)  # type: ignore[union-attr]
-        if patch.timestamp is not UNSET:
+            params.append(patch.status.value)
+        if isinstance(patch.timestamp, datetime):
             sets.append("timestamp = ?")
-            params.append(patch.timestamp.isoformat())  # type: ignore[union-attr]
-        if patch.expires_at is not UNSET:
+            params.append(patch.timestamp.isoformat())
+        if patch.expires_at is None or isinstance(patch.expires_at, datetime):
             exp = patch.expires_at
             sets.append("expires_at = ?, expires_us = ?")
-            params.extend([None, None] if exp is None else [exp.isoformat(), to_us(exp)])  # type: ignore[union-attr]
+            params.extend([None, None] if exp is None else [exp.isoformat(), to_us(exp)])
         if sets:
             con.execute(f"UPDATE records SET {', '.join(sets)} WHERE record_id = ?", (*params, rid))
         content: str = patch.content if isinstance(patch.content, str) else row[0]
@@ -674,16 +682,25 @@ class HnswlibStore(MemoryStore):
         if n_base == 0:
             return []
         meta = dict(flt.metadata_filter) if flt.metadata_filter else None
-        if base is None and meta is None:
-            fetch = min(n, k)
-        else:
-            fetch = min(n, math.ceil(k * self._overfetch * n / n_base))
+        n_est = n_base
+        if meta is not None:  # estimate the metadata filter's selectivity from a sample
+            pool = np.arange(n) if base is None else np.flatnonzero(base)
+            sample = pool if len(pool) <= _META_SAMPLE else self._rng.choice(pool, _META_SAMPLE, replace=False)
+            rate = float(np.count_nonzero(cols.meta_ok(sample, meta))) / len(sample)
+            n_est = max(1, round(n_base * max(rate, 0.5 / len(sample))))
+        fetch = min(n, math.ceil(k * self._overfetch * n / n_est))
+        counts = self.plan_counts
+        first = True
         while True:
-            if self._prefer_exact(n_base, fetch, meta is not None):
+            if self._prefer_exact(n_base, n_base / n, fetch, meta is not None):
+                counts["exact" if first else "ann_fallback"] += 1
                 return self._exact(query, base, meta, k)
+            counts["ann" if first else "ann_refetch"] += 1
+            first = False
             try:
                 labels, dists = index.knn(query, fetch, max(self._ef_search, fetch))
             except RuntimeError:  # hnswlib could not gather `fetch` live elements
+                counts["ann_fallback"] += 1
                 return self._exact(query, base, meta, k)
             slots = cols.label_slot[labels]
             slots = slots[slots >= 0]
@@ -705,12 +722,15 @@ class HnswlibStore(MemoryStore):
             grown = fetch * 4 if rate == 0 else math.ceil(k * self._overfetch / rate)
             fetch = min(n, max(fetch * 2, grown))
 
-    def _prefer_exact(self, n_candidates: int, fetch: int, has_meta: bool) -> bool:
+    def _prefer_exact(self, n_candidates: int, share: float, fetch: int, has_meta: bool) -> bool:
+        """Exact scan of ``n_candidates`` vectors vs. one ANN fetch of ``fetch`` (of which a
+        ``share`` passes the in-memory filter and then needs the metadata matcher)."""
         if self._exact_threshold is not None:
             return n_candidates <= self._exact_threshold
-        per_row = _EXACT_NS_PER_ROW + (_META_NS_PER_ROW if has_meta else 0.0)
-        ann = _ANN_NS_FIXED + _ANN_NS_PER_EF * max(self._ef_search, fetch)
-        return n_candidates * per_row <= ann
+        meta_ns = _META_NS_PER_ROW if has_meta else 0.0
+        exact = n_candidates * (_EXACT_NS_PER_ROW + meta_ns)
+        ann = _ANN_NS_FIXED + _ANN_NS_PER_EF * max(self._ef_search, fetch) + fetch * share * meta_ns
+        return exact <= ann
 
     def _exact(
         self, query: np.ndarray, base: np.ndarray | None, meta: dict[str, Any] | None, k: int

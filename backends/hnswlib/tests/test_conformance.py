@@ -5,6 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentmemory_conformance import BackendConformance
+from agentmemory_conformance.suite import (
+    ConformanceBase,
+    KeywordSearchTests,
+    MetadataFilterTests,
+    PersistenceTests,
+    RecordTypeTests,
+    ScopeTests,
+    VectorSearchTests,
+)
 
 from agentmemory_hnswlib import HnswlibStore
 
@@ -16,9 +25,18 @@ class TestHnswlibConformance(BackendConformance):
         return HnswlibStore(path / "memory.db")
 
 
-class TestHnswlibConformanceAnn(BackendConformance):
-    """Every vector query through the hnswlib graph (``exact_threshold=0``), so the suite
-    checks the ANN path and its over-fetch, not just the exact scan."""
+class TestHnswlibAnnPathConformance(
+    VectorSearchTests,
+    KeywordSearchTests,
+    ScopeTests,
+    MetadataFilterTests,
+    RecordTypeTests,
+    PersistenceTests,
+    ConformanceBase,
+):
+    """The search and scope parts of the suite again with every vector query sent through the
+    hnswlib graph (``exact_threshold=0``) and a snapshot after every change, so the ANN path,
+    its over-fetch and tie handling, and snapshot reloads are held to the same rules."""
 
     def make_store(self, path: Path) -> HnswlibStore:
         return HnswlibStore(path / "memory.db", exact_threshold=0, checkpoint_min=1)
