@@ -359,3 +359,13 @@ def test_sqlite_checkpointer_and_duckdb_survive_process_restarts(tmp_path: Path)
     contents = [c for _, c in final["stored"]]
     assert len(contents) == 8 and len(set(contents)) == 8
     assert contents[0] == "hi, my name is bob" and contents[-1] == "Your name is Bob."
+
+
+def test_importing_agentmemory_does_not_import_langchain() -> None:
+    code = (
+        "import sys, agentmemory, agentmemory.integrations; "
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('langchain', 'langchain_core', 'langgraph')); "
+        "print(heavy); assert not heavy"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
