@@ -192,16 +192,16 @@ class OracleStore(MemoryStore):
         dsn: str | None = None,
         memory_store_id: str | None = None,
         memory_store_key: str | None = None,
-        pool_min: int = 1,
-        pool_max: int = 8,
-        pool_increment: int = 1,
-        exact_search_threshold: int = 1000,
-        target_accuracy: int = 95,
-        hnsw_neighbors: int = 16,
-        hnsw_efconstruction: int = 200,
-        vector_index: bool = True,
-        text_index: bool = True,
-        metadata_index: bool = True,
+        pool_min: int | str = 1,
+        pool_max: int | str = 8,
+        pool_increment: int | str = 1,
+        exact_search_threshold: int | str = 1000,
+        target_accuracy: int | str = 95,
+        hnsw_neighbors: int | str = 16,
+        hnsw_efconstruction: int | str = 200,
+        vector_index: bool | str = True,
+        text_index: bool | str = True,
+        metadata_index: bool | str = True,
         **connect_params: Any,
     ) -> None:
         super().__init__()
@@ -455,7 +455,7 @@ class OracleStore(MemoryStore):
             )
         except AgentMemoryError:
             return
-        odd = {str(p): str(v) for p, v in rows if str(v).upper() != "BINARY"}
+        odd = {str(p): str(v) for p, v in rows or [] if str(v).upper() != "BINARY"}
         if odd:
             warnings.warn(
                 f"agentmemory-oracle: session NLS settings {odd} are not BINARY; id comparisons may be "

@@ -319,10 +319,10 @@ class FakeAsyncPool(oracledb.AsyncConnectionPool):
         self.acquired += 1
         return FakeAsyncConnection(self.server)
 
-    async def release(self, connection: Any, tag: Any = None) -> None:  # type: ignore[override]
+    async def release(self, connection: Any, tag: Any = None) -> None:
         self.acquired -= 1
 
-    async def close(self, force: bool = False) -> None:  # type: ignore[override]
+    async def close(self, force: bool = False) -> None:
         self.closed = True
 
 

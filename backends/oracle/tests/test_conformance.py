@@ -15,6 +15,7 @@ import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,7 +40,7 @@ RUN = f"{os.getpid()}-{time.time_ns()}"
 
 
 class _OracleFactory(BackendConformance):
-    options: dict[str, object] = {}
+    options: dict[str, Any] = {}
     created: list[str]
 
     @pytest.fixture(autouse=True)

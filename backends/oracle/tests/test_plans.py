@@ -202,7 +202,7 @@ def test_hostile_batch_never_reaches_sql_text(names: StoreNames, h: Any) -> None
 
     def existing(stmt: q.Statement) -> list[tuple[str]]:
         calls["n"] += 1  # the first lookup is the duplicate check of the adds: none exist yet
-        return [] if calls["n"] == 1 else [(v,) for v in stmt.binds.values()]
+        return [] if calls["n"] == 1 else [(v,) for v in h.bind_values(stmt)]
 
     _, stmts = h.run_plan(
         plans.write_plan(names, batch), responder(h, ("NEXTVAL", [(1,), (2,)]), ("r.record_id IN", existing))
@@ -308,6 +308,7 @@ class MetaRows:
         self.row = row
 
     def insert(self, stmt: q.Statement) -> int:
+        assert isinstance(stmt, q.Execute)
         self.row = (stmt.binds["version"], stmt.binds["dimension"])
         return 1
 
@@ -335,7 +336,7 @@ def test_create_if_necessary_on_empty_schema_creates_everything(names: StoreName
     assert result.features == {"vector_index", "text_index", "metadata_index"} and not result.warnings
     assert meta.row == (ddl.SCHEMA_VERSION, 4)
     insert = next(s for s in stmts if s.sql.startswith("INSERT"))
-    assert insert.types == {"now": "timestamp"} and insert.binds["now"].tzinfo is None
+    assert isinstance(insert, q.Execute) and insert.types == {"now": "timestamp"} and insert.binds["now"].tzinfo is None
 
 
 def test_existing_complete_store_runs_no_ddl(names: StoreNames, h: Any) -> None:
@@ -431,7 +432,8 @@ def test_migrations_run_then_version_is_recorded(names: StoreNames, h: Any) -> N
     texts = [s.sql for s in stmts]
     alter = texts.index(f"ALTER TABLE {names.record} ADD (x NUMBER)")
     assert texts[alter + 1].startswith(f"UPDATE {names.meta} SET schema_version = :version")
-    assert stmts[alter + 1].binds["version"] == ddl.SCHEMA_VERSION
+    update = stmts[alter + 1]
+    assert isinstance(update, q.Execute) and update.binds["version"] == ddl.SCHEMA_VERSION
 
 
 def test_optional_index_failures_degrade_with_warnings(names: StoreNames, h: Any) -> None:

@@ -74,7 +74,7 @@ def test_missing_indexes_reduce_capabilities(h: Any) -> None:
 def test_old_server_and_nls_warning(h: Any) -> None:
     server = h.Server()
     old = h.FakePool(server)
-    old.acquire = lambda: type("Old", (h.FakeConnection,), {"version": "19.3.0.0.0"})(server)  # type: ignore[method-assign]
+    old.acquire = lambda: type("Old", (h.FakeConnection,), {"version": "19.3.0.0.0"})(server)
     with pytest.raises(BackendUnavailable, match="23ai"):
         OracleStore(pool=old, memory_store_id="t_store").open(dimension=4)
     linguistic = h.Server(("nls_session_parameters", [("NLS_COMP", "LINGUISTIC"), ("NLS_SORT", "BINARY_CI")]))
