@@ -16,6 +16,10 @@ from .client_rules import (
     MessageTests,
     TtlTests,
 )
+from .guards import GuardTests
+from .hostile import HostileInputTests
+from .model_based import ModelBasedTests
+from .resilience import ConcurrencyTests, FaultTests
 from .spi_links import LinkTests
 from .spi_records import BatchOrderTests, LifecycleTests, PersistenceTests, QueryTests, RecordCrudTests
 from .spi_scope import MetadataFilterTests, RecordTypeTests, ScopeTests
@@ -42,6 +46,11 @@ class BackendConformance(
     CascadeTests,
     MessageTests,
     ClientScopeTests,
+    HostileInputTests,
+    FaultTests,
+    ConcurrencyTests,
+    ModelBasedTests,
+    GuardTests,
     ConformanceBase,
 ):
     """Every conformance test for one backend. Implement ``make_store(self, path)``."""
