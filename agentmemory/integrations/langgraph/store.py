@@ -244,6 +244,13 @@ class AgentMemoryStore(BaseStore):
         """Async ``batch`` (the backend's async API; embeddings in a worker thread)."""
         return await run_async(self._batch_op(list(ops)))
 
+    def setup(self) -> None:
+        """Nothing to set up (the client opened the backend); here so code written for LangGraph's
+        SQL stores, which call ``setup()`` first, runs unchanged."""
+
+    async def asetup(self) -> None:
+        """Async ``setup``."""
+
     # ---- TTL --------------------------------------------------------------------------------
     def sweep_ttl(self) -> int:
         """Delete expired items for good; returns how many."""
