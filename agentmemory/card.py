@@ -20,9 +20,9 @@ from .errors import InvalidArgument
 from .extraction.pipeline import stored_summary_op, summarize_op
 from .filters import validate_metadata_filter
 from .records import MEMORY_TYPES, Record, RecordStatus, RecordType, SearchResult, Summary
-from .search import RRF_K, apply_budgets, statuses_for, validate_budget
+from .search import RRF_K, statuses_for, validate_budget
 from .spi import Capability, Hit, Order, RecordFilter
-from .tokens import truncate_to_tokens
+from .tokens import estimate_tokens, truncate_to_tokens
 from .validation import RESERVED_METADATA_KEY, validate_positive_int
 
 if TYPE_CHECKING:
@@ -190,6 +190,30 @@ def _typed_search_op(
     return [Hit(record=r.record, distance=r.distance, score=r.score) for r in results]
 
 
+def fit_card(
+    renderer: Any, parts: CardParts, candidates: Sequence[SearchResult], budget: int | None, soft: int | None
+) -> CardParts:
+    """Fill ``parts`` with relevant results in order while the rendered card stays within the
+    hard ``budget`` (the summary is shortened first if the card is over budget without any);
+    with a ``soft`` budget, stop after the result that reaches it. The raw tail messages the
+    caller asked for are never cut, so only they can exceed a hard budget."""
+    if budget is not None:
+        over = estimate_tokens(renderer(parts)) - budget
+        if over > 0 and parts.summary:
+            keep = max(estimate_tokens(parts.summary) - over, 0)
+            parts = parts.model_copy(update={"summary": truncate_to_tokens(parts.summary, keep) if keep > 8 else ""})
+    chosen: list[SearchResult] = []
+    for result in candidates:
+        trial = parts.model_copy(update={"relevant": (*chosen, result)})
+        cost = estimate_tokens(renderer(trial))
+        if budget is not None and cost > budget:
+            break
+        chosen.append(result)
+        if soft is not None and cost >= soft:
+            break
+    return parts.model_copy(update={"relevant": tuple(chosen)})
+
+
 def validate_card_args(
     max_relevant_results: Any,
     min_relevant_results_by_type: Any,
@@ -267,16 +291,16 @@ def context_card_op(
     # itself is never summarised or returned as relevant information
     newest_user = next((m.content for m in reversed(window) if m.role == "user"), "")
     queries = [q for q in (newest_user, summary.content[:2000], " ".join(topics)) if q.strip()]
-    relevant: list[SearchResult] = []
+    base = thread.client._alive(
+        user_id=thread.user_id, agent_id=thread.agent_id, statuses=statuses, metadata_filter=metadata_filter,
+    )
+    chosen: dict[str, Hit] = {}
     if queries and limit:
         # messages shown raw (or excluded as the external tail) are never "relevant information"
         shown = (window[-tail_n:] if tail_n else []) + recent_msgs
         if summary.revision < 0:  # an extractive summary already quotes its messages verbatim
             shown += derived[-int(fallback_message_count):] if int(fallback_message_count) else []
         message_max_seq = min((m.seq for m in shown), default=None)
-        base = thread.client._alive(
-            user_id=thread.user_id, agent_id=thread.agent_id, statuses=statuses, metadata_filter=metadata_filter,
-        )
         per_type = [
             _typed_search_op(thread, queries, frozenset({t}), base, message_max_seq, max(n, 1))
             for t, n in mins.items() if n > 0
@@ -284,7 +308,6 @@ def context_card_op(
         all_types = _typed_search_op(thread, queries, CARD_TYPES | {RecordType.USER}, base, message_max_seq, limit)
         concurrency = thread.context_card_type_search_concurrency
         results: list[list[Hit]] = yield Gather(tuple([*per_type, all_types]), limit=concurrency)
-        chosen: dict[str, Hit] = {}
         for (_type, count), hits in zip([(t, n) for t, n in mins.items() if n > 0], results[:-1]):
             for hit in hits[:count]:
                 if len(chosen) < limit:
@@ -293,10 +316,14 @@ def context_card_op(
             if len(chosen) >= limit:
                 break
             chosen.setdefault(hit.record.record_id, hit)
-        relevant = [
-            SearchResult(record=h.record, distance=h.distance, score=float(h.score or 0.0), formatted_content=renderer.item(h.record))
-            for h in chosen.values()
-        ]
-        relevant = apply_budgets(relevant, budget, soft)
-    parts = CardParts(topics=tuple(topics[:8]), summary=summary.content, relevant=tuple(relevant), recent_messages=tuple(recent_msgs))
+    elif limit:  # a fresh thread: nothing to search by yet, so the user's newest memories
+        newest: list[Record] = yield Call(
+            thread.client.store, "query", (replace(base, record_types=MEMORY_TYPES),), {"order": Order.SEQ_DESC, "limit": limit}
+        )
+        chosen = {r.record_id: Hit(record=r, score=0.0) for r in newest}
+    candidates = [
+        SearchResult(record=h.record, distance=h.distance, score=float(h.score or 0.0), formatted_content=renderer.item(h.record))
+        for h in chosen.values()
+    ]
+    parts = fit_card(renderer, CardParts(topics=tuple(topics[:8]), summary=summary.content, recent_messages=tuple(recent_msgs)), candidates, budget, soft)
     return ContextCard(**parts.model_dump(), content=renderer(parts))

@@ -120,7 +120,7 @@ class AgentMemory:
         retention: MemoryRetentionConfig | None = None,
         clock: Callable[[], datetime] | None = None,
         plugin_manager: PluginManager | None = None,
-        rerankers: Sequence[Reranker] = (),
+        rerankers: Sequence[Reranker | str] = (),
         extractor: Any = None,
         card_renderer: Any = "xml",
     ) -> None:
@@ -138,7 +138,9 @@ class AgentMemory:
         self.memory_extraction_config = MemoryExtractionConfig.from_any(memory_extraction_config)
         self.retention = retention or MemoryRetentionConfig()
         self.clock: Callable[[], datetime] = clock or utc_now
-        self.rerankers: tuple[Reranker, ...] = tuple(rerankers)
+        self.rerankers: tuple[Reranker, ...] = tuple(
+            self.plugins.load("rerankers", r)() if isinstance(r, str) else r for r in rerankers
+        )
         self.extractor = extractor
         """None (LLM extractor with an LLM, rule-based without), a registered name, or an Extractor."""
         self.card_renderer = card_renderer
@@ -150,10 +152,12 @@ class AgentMemory:
     # ---- lifecycle ----------------------------------------------------------------------------
     def close(self, timeout: float | None = 300.0) -> None:
         """Finish background extraction (up to ``timeout`` seconds) and close the store."""
-        if self._worker is not None:
-            self._worker.stop(timeout)
-            self._worker = None
-        self.store.close()
+        worker, self._worker = self._worker, None
+        try:
+            if worker is not None:
+                worker.stop(timeout)
+        finally:
+            self.store.close()
 
     async def close_async(self, timeout: float | None = 300.0) -> None:
         """Async ``close``."""
@@ -174,10 +178,10 @@ class AgentMemory:
                 self._worker = ExtractionWorker(self)
             return self._worker
 
-    def _after_messages_op(self, thread: Thread, added: list[Record]) -> Op[None]:
+    def _after_messages_op(self, thread: Thread, added: list[Record], call: MemoryExtractionConfig | None = None) -> Op[None]:
         from .extraction.pipeline import after_messages_op
 
-        yield from after_messages_op(self, thread, added)
+        yield from after_messages_op(self, thread, added, call)
 
     def __enter__(self) -> AgentMemory:
         return self

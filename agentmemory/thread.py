@@ -1,6 +1,7 @@
 """``Thread``: one conversation. Messages in order, thread-scoped memories, search defaults.
 
-Extraction, summaries and the context card build on this handle (``agentmemory.intelligence``).
+Extraction (``agentmemory.extraction``), summaries and the context card (``agentmemory.card``)
+build on this handle.
 """
 
 from __future__ import annotations
@@ -110,7 +111,8 @@ class Thread:
         return self.client._alive(thread_id=self.thread_id, **kwargs)
 
     # ---- messages -------------------------------------------------------------------------------
-    def _add_messages_op(self, messages: Any) -> Op[list[str]]:
+    def _add_messages_op(self, messages: Any, call_config: Any = None) -> Op[list[str]]:
+        call = None if call_config is None else MemoryExtractionConfig.from_any(call_config)
         if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
             raise InvalidArgument("messages", "must be a list of messages")
         if not messages:
@@ -142,23 +144,29 @@ class Thread:
         added: list[Record] = yield Call(
             self.client.store, "write", (WriteBatch(add=[NewRecord(r, v) for r, v in zip(records, vectors)]),)
         )
-        yield from self._after_messages_op(added)
+        yield from self.client._after_messages_op(self, added, call)
         return ids
 
-    def _after_messages_op(self, added: list[Record]) -> Op[None]:
-        """Run extraction and summary updates for new messages (see ``agentmemory.intelligence``)."""
-        hook = getattr(self.client, "_after_messages_op", None)
-        if hook is not None:
-            yield from hook(self, added)
-
-    def add_messages(self, messages: Sequence[Message | Mapping[str, Any]]) -> list[str]:
+    def add_messages(
+        self,
+        messages: Sequence[Message | Mapping[str, Any]],
+        *,
+        memory_extraction_config: MemoryExtractionConfig | Mapping[str, Any] | None = None,
+    ) -> list[str]:
         """Persist messages in order (one atomic batch) and return their ids; then run
-        extraction and summary updates as the thread's settings say."""
-        return run_sync(self._add_messages_op(messages))
+        extraction and summary updates as the settings say (``memory_extraction_config`` here
+        overrides every other level for this call only). In INLINE mode an extraction failure
+        raises after the messages are stored; they are extracted again on the next call."""
+        return run_sync(self._add_messages_op(messages, memory_extraction_config))
 
-    async def add_messages_async(self, messages: Sequence[Message | Mapping[str, Any]]) -> list[str]:
+    async def add_messages_async(
+        self,
+        messages: Sequence[Message | Mapping[str, Any]],
+        *,
+        memory_extraction_config: MemoryExtractionConfig | Mapping[str, Any] | None = None,
+    ) -> list[str]:
         """Async ``add_messages``."""
-        return await run_async(self._add_messages_op(messages))
+        return await run_async(self._add_messages_op(messages, memory_extraction_config))
 
     def _get_messages_op(self, start: Any, end: Any) -> Op[list[Record]]:
         flt = self._scope_filter(record_types=MESSAGE_TYPES)

@@ -398,21 +398,32 @@ def test_metadata_filter_restricts_relevant_records(new_client: Callable[..., Ag
     assert relevant_contents(card) == ["Kitchen renovation budget is 5000 euros."]
 
 
-def test_token_budgets_cap_relevant_information(new_client: Callable[..., AgentMemory]) -> None:
+def test_token_budget_caps_the_whole_card(new_client: Callable[..., AgentMemory]) -> None:
     thread = dinner_thread(new_client())
     full = thread.get_context_card(max_relevant_results=8)
-    costs = [estimate_tokens(r.formatted_content) for r in full.relevant]
-    assert len(costs) == 8
-    budget = sum(costs[:3]) + 1
+    assert len(full.relevant) == 8
+    budget = estimate_tokens(full.content) * 2 // 3
 
     hard = thread.get_context_card(max_relevant_results=8, token_budget=budget)
     soft = thread.get_context_card(max_relevant_results=8, soft_token_budget=budget)
 
-    assert sum(estimate_tokens(r.formatted_content) for r in hard.relevant) <= budget
-    assert [r.record.record_id for r in hard.relevant] == [r.record.record_id for r in full.relevant[:3]]
-    assert [r.record.record_id for r in soft.relevant] == [r.record.record_id for r in full.relevant[:4]]  # one may cross
+    assert estimate_tokens(hard.content) <= budget  # the rendered card, not just its parts
+    assert 0 < len(hard.relevant) < len(full.relevant)
+    full_ids = [r.record.record_id for r in full.relevant]
+    assert [r.record.record_id for r in hard.relevant] == full_ids[: len(hard.relevant)]  # never reordered
+    assert len(hard.relevant) <= len(soft.relevant) <= len(hard.relevant) + 1  # one may cross the soft budget
+    assert [r.record.record_id for r in soft.relevant] == full_ids[: len(soft.relevant)]
     assert all(r.formatted_content in full.content for r in full.relevant)  # budgets count what is rendered
-    assert len(hard.content) < len(full.content)
+
+
+def test_tiny_budget_shortens_the_summary_first(new_client: Callable[..., AgentMemory]) -> None:
+    thread = dinner_thread(new_client())
+    full = thread.get_context_card()
+    tiny = thread.get_context_card(token_budget=40)
+    assert full.summary and estimate_tokens(full.content) > 40
+    assert estimate_tokens(tiny.content) <= 40
+    assert tiny.relevant == ()
+    assert len(tiny.summary) < len(full.summary)
 
 
 # ---- type-search concurrency -------------------------------------------------------------------------

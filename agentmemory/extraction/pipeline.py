@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..config import MemoryExtractionMode, MemoryLinkExtractionMode, ResolvedExtractionConfig
+from ..config import MemoryExtractionConfig, MemoryExtractionMode, MemoryLinkExtractionMode, ResolvedExtractionConfig
 from ..effects import Call, Op, run_sync
 from ..errors import AgentMemoryError, InvalidArgument, ModelError
 from ..ids import new_id, summary_record_id
@@ -58,21 +58,27 @@ def resolve_extractor(client: AgentMemory, llm: Any) -> Extractor:
     return factory()
 
 
-def after_messages_op(client: AgentMemory, thread: Thread, added: list[Record]) -> Op[None]:
-    """Run (or enqueue) extraction and summary updates for newly added messages."""
-    cfg = thread.extraction_config()
+def after_messages_op(client: AgentMemory, thread: Thread, added: list[Record], call: MemoryExtractionConfig | None = None) -> Op[None]:
+    """Run (or enqueue) extraction and summary updates for newly added messages; ``call`` is the
+    per-call config level (highest priority)."""
+    cfg = thread.extraction_config(call)
     if not (cfg.extract_memories or cfg.enable_context_summary) or not added:
         return
     if cfg.extraction_mode is MemoryExtractionMode.BACKGROUND:
-        client.extraction_worker().submit(thread, cfg)
+        client.extraction_worker().submit(thread, call)
         return
-    yield from process_op(client, thread, cfg)
+    yield from process_op(client, thread, call)
 
 
-def process_op(client: AgentMemory, thread: Thread, cfg: ResolvedExtractionConfig) -> Op[None]:
-    """Extract from messages not yet extracted (per frequency and window) and refresh the summary."""
+def process_op(client: AgentMemory, thread: Thread, call: MemoryExtractionConfig | None = None) -> Op[None]:
+    """Extract from messages not yet extracted (per frequency and window) and refresh the summary.
+
+    Settings are resolved from the thread record as stored now, so a handle created before an
+    ``update_thread`` still follows the update."""
     llm = thread.effective_llm
     rec = yield from client._thread_op(thread.thread_id)
+    persisted = MemoryExtractionConfig.from_any((rec.metadata.get(RESERVED_METADATA_KEY) or {}).get("config") or {})
+    cfg = MemoryExtractionConfig.resolve(call, thread.live_overrides, persisted, client.memory_extraction_config)
     state = thread_state(rec)
     extracted_seq = int(state.get("extracted_seq", 0))
     summarized_seq = int(state.get("summarized_seq", 0))
@@ -80,7 +86,7 @@ def process_op(client: AgentMemory, thread: Thread, cfg: ResolvedExtractionConfi
     pending: list[Record] = yield Call(client.store, "query", (replace(base, min_seq=extracted_seq + 1),))
     if cfg.extract_memories and pending and _due(len(pending), cfg.memory_extraction_frequency):
         window = pending
-        if cfg.memory_extraction_window > 0:  # the newest N messages, the new ones marked
+        if cfg.memory_extraction_window > len(pending):  # the newest N messages, the new ones marked
             recent: list[Record] = yield Call(client.store, "query", (base,), {"order": Order.SEQ_DESC, "limit": cfg.memory_extraction_window})
             window = recent[::-1]
         new_memories = yield from extract_op(client, thread, cfg, llm, window, {r.record_id for r in pending})
@@ -309,16 +315,16 @@ class ExtractionWorker:
 
     def __init__(self, client: AgentMemory, maxsize: int = 128, put_timeout_s: float = 300.0) -> None:
         self.client = client
-        self.queue: queue.Queue[tuple[Thread, ResolvedExtractionConfig] | None] = queue.Queue(maxsize=maxsize)
+        self.queue: queue.Queue[tuple[Thread, MemoryExtractionConfig | None] | None] = queue.Queue(maxsize=maxsize)
         self.put_timeout_s = put_timeout_s
         self.errors: list[BaseException] = []
         self._thread = threading.Thread(target=self._run, name="agentmemory-extraction", daemon=True)
         self._thread.start()
 
-    def submit(self, thread: Thread, cfg: ResolvedExtractionConfig) -> None:
+    def submit(self, thread: Thread, call: MemoryExtractionConfig | None) -> None:
         """Enqueue one job."""
         try:
-            self.queue.put((thread, cfg), timeout=self.put_timeout_s)
+            self.queue.put((thread, call), timeout=self.put_timeout_s)
         except queue.Full:
             raise ExtractionQueueFull(f"extraction queue full for {self.put_timeout_s}s") from None
 
@@ -351,6 +357,9 @@ class ExtractionWorker:
         return finished
 
     def stop(self, timeout: float | None) -> None:
-        """Finish queued jobs and end the worker thread."""
+        """Finish queued jobs and end the worker thread; raise a failure nobody collected."""
         self.queue.put(None)
         self._thread.join(timeout)
+        if self.errors:
+            first, self.errors = self.errors[0], []
+            raise ModelError(f"background extraction failed: {first}") from first
