@@ -32,6 +32,8 @@ CARD_TYPES = frozenset({*MEMORY_TYPES, RecordType.MESSAGE})
 """Keys accepted by ``min_relevant_results_by_type``."""
 MEMORY_SCOPE_TYPES = MEMORY_TYPES | {RecordType.USER, RecordType.AGENT}
 DEFAULT_MAX_RELEVANT = 5
+QUERY_CHARS = 1500
+"""Longest text used as one retrieval query (embedders truncate near 512 tokens anyway)."""
 QUESTION_LOOKBACK = 20
 """How many recent messages are searched for the newest user turn."""
 MESSAGE_WEIGHT = 0.5
@@ -135,12 +137,11 @@ def _offline_topics_op(thread: Thread, derived: Sequence[Record]) -> Op[list[str
     return topics[:8]
 
 
-def _ranked_op(thread: Thread, queries: Sequence[str], flt: RecordFilter, k: int) -> Op[list[Hit]]:
-    """Vector + keyword rankings of every query, fused by reciprocal rank (ties by id)."""
-    client = thread.client
-    store = client.store
+def _ranked_op(thread: Thread, queries: Sequence[str], vectors: Any, flt: RecordFilter, k: int) -> Op[list[Hit]]:
+    """Vector + keyword rankings of every query (embedded once per card), fused by reciprocal
+    rank (ties by id)."""
+    store = thread.client.store
     keyword = Capability.KEYWORD_SEARCH in store.capabilities()
-    vectors = yield Call(client.embedder, "embed", (list(queries),), {"is_query": True})
     rankings: list[list[Hit]] = []
     for i, text in enumerate(queries):
         rankings.append((yield Call(store, "vector_search", (vectors[i], flt, k))))
@@ -158,7 +159,7 @@ def _ranked_op(thread: Thread, queries: Sequence[str], flt: RecordFilter, k: int
 
 
 def _typed_search_op(
-    thread: Thread, queries: Sequence[str], types: frozenset[RecordType], base: RecordFilter,
+    thread: Thread, queries: Sequence[str], vectors: Any, types: frozenset[RecordType], base: RecordFilter,
     message_max_seq: int | None, k: int,
 ) -> Op[list[Hit]]:
     """Search memory-like/profile types in the user/agent scope and messages in this thread
@@ -173,7 +174,7 @@ def _typed_search_op(
     for flt in groups:
         # distilled memories outrank raw messages at equal rank: they are the durable facts
         weight = MESSAGE_WEIGHT if flt.record_types == frozenset({RecordType.MESSAGE}) else 1.0
-        rankings.append((weight, (yield from _ranked_op(thread, queries, flt, k))))
+        rankings.append((weight, (yield from _ranked_op(thread, queries, vectors, flt, k))))
     if len(rankings) == 1:
         hits = rankings[0][1]
     else:
@@ -290,7 +291,7 @@ def context_card_op(
     # the question being answered steers retrieval even when it sits in the raw tail; the tail
     # itself is never summarised or returned as relevant information
     newest_user = next((m.content for m in reversed(window) if m.role == "user"), "")
-    queries = [q for q in (newest_user, summary.content[:2000], " ".join(topics)) if q.strip()]
+    queries = [q for q in (newest_user, summary.content[:QUERY_CHARS], " ".join(topics)) if q.strip()]
     base = thread.client._alive(
         user_id=thread.user_id, agent_id=thread.agent_id, statuses=statuses, metadata_filter=metadata_filter,
     )
@@ -301,11 +302,12 @@ def context_card_op(
         if summary.revision < 0:  # an extractive summary already quotes its messages verbatim
             shown += derived[-int(fallback_message_count):] if int(fallback_message_count) else []
         message_max_seq = min((m.seq for m in shown), default=None)
+        vectors = yield Call(thread.client.embedder, "embed", (queries,), {"is_query": True})
         per_type = [
-            _typed_search_op(thread, queries, frozenset({t}), base, message_max_seq, max(n, 1))
+            _typed_search_op(thread, queries, vectors, frozenset({t}), base, message_max_seq, max(n, 1))
             for t, n in mins.items() if n > 0
         ]
-        all_types = _typed_search_op(thread, queries, CARD_TYPES | {RecordType.USER}, base, message_max_seq, limit)
+        all_types = _typed_search_op(thread, queries, vectors, CARD_TYPES | {RecordType.USER}, base, message_max_seq, limit)
         concurrency = thread.context_card_type_search_concurrency
         results: list[list[Hit]] = yield Gather(tuple([*per_type, all_types]), limit=concurrency)
         for (_type, count), hits in zip([(t, n) for t, n in mins.items() if n > 0], results[:-1]):

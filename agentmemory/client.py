@@ -673,6 +673,7 @@ class AgentMemory:
         metadata: Any,
         status: Any,
         thread_id: str | None = None,
+        ttl_days: Any = OMITTED,
     ) -> Op[Record]:
         validate_id(f"{kind}_id", record_id)
         rec = yield from self._get_op(record_id, types, kind)
@@ -689,6 +690,8 @@ class AgentMemory:
             patch["metadata"] = {**meta, RESERVED_METADATA_KEY: internal} if internal else meta
         if status is not OMITTED:
             patch["status"] = validate_status("status", status)
+        if ttl_days is not OMITTED:  # a new TTL counts from now (or from the record's timestamp)
+            patch["expires_at"] = self.expires_at(ttl_days, self.now(), rec.timestamp)
         if patch:
             yield Call(self.store, "write", (WriteBatch(patch=[RecordPatch(record_id, **patch)]),))
         updated = yield from self._get_op(record_id, types, kind)
@@ -701,9 +704,11 @@ class AgentMemory:
         content: str = OMITTED,
         metadata: Mapping[str, Any] | None = OMITTED,
         status: RecordStatus | str = OMITTED,
+        ttl_days: float | None = OMITTED,
     ) -> Record:
-        """Change a memory's content (re-embedded), metadata (replaced) and/or status."""
-        return run_sync(self._update_record_op(memory_id, MEMORY_TYPES, "memory", content, metadata, status))
+        """Change a memory's content (re-embedded), metadata (replaced), status and/or TTL
+        (``ttl_days`` counts from now; None = the store maximum or never)."""
+        return run_sync(self._update_record_op(memory_id, MEMORY_TYPES, "memory", content, metadata, status, ttl_days=ttl_days))
 
     async def update_memory_async(
         self,
@@ -712,9 +717,10 @@ class AgentMemory:
         content: str = OMITTED,
         metadata: Mapping[str, Any] | None = OMITTED,
         status: RecordStatus | str = OMITTED,
+        ttl_days: float | None = OMITTED,
     ) -> Record:
         """Async ``update_memory``."""
-        return await run_async(self._update_record_op(memory_id, MEMORY_TYPES, "memory", content, metadata, status))
+        return await run_async(self._update_record_op(memory_id, MEMORY_TYPES, "memory", content, metadata, status, ttl_days=ttl_days))
 
     def _delete_typed_op(
         self, record_id: str, types: frozenset[RecordType], thread_id: str | None = None, argument: str = "memory_id"

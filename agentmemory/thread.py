@@ -118,6 +118,7 @@ class Thread:
         if not messages:
             return []
         parsed = [parse_message(i, m) for i, m in enumerate(messages)]
+        yield from self.client._thread_op(self.thread_id)  # a deleted thread takes no more messages
         ids = [m.id or new_id() for m in parsed]
         if len(set(ids)) != len(ids):
             raise InvalidArgument("messages", "message ids must be unique within a call")

@@ -89,3 +89,26 @@ def test_fresh_thread_card_shows_the_users_newest_memories() -> None:
     assert "Prefers window seats." in card.content
     assert "secret" not in card.content
     assert mem.create_thread("t2", user_id="nobody").get_context_card().content == ""
+
+
+def test_update_memory_sets_a_new_ttl_from_now() -> None:
+    from datetime import datetime, timedelta, timezone
+
+    now = [datetime(2026, 1, 1, tzinfo=timezone.utc)]
+    mem = AgentMemory("memory://", embedder=HashingEmbedder(64), clock=lambda: now[0])
+    mid = mem.add_memory("short lived", user_id="u", ttl_days=1)
+    now[0] += timedelta(hours=20)
+    assert mem.update_memory(mid, ttl_days=2).expires_at == now[0] + timedelta(days=2)
+    now[0] += timedelta(days=1)
+    assert mem.get_memory(mid).content == "short lived"  # would have expired without the update
+
+
+def test_a_deleted_thread_takes_no_more_messages() -> None:
+    from agentmemory import NotFound
+
+    mem = make(Recording(), extract_memories=False)
+    thread = mem.create_thread("t", user_id="u")
+    mem.delete_thread("t")
+    with pytest.raises(NotFound):
+        thread.add_messages([{"role": "user", "content": "orphan"}])
+    assert mem.list_messages() == []
