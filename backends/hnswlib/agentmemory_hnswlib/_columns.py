@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,7 @@ NO_EXPIRY = int(np.iinfo(np.int64).max)
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _US = timedelta(microseconds=1)
-_CHUNK = 1024
+_CHUNK = 512
 """Rows gathered per step of an exact search: the buffer stays in cache, no page faults."""
 
 
@@ -115,6 +116,37 @@ class Columns:
             arr = np.full(max(label + 1, self.label_slot.shape[0] * 2), -1, np.int64)
             arr[: self.label_slot.shape[0]] = self.label_slot
             self.label_slot = arr
+
+    def load(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Fill empty columns from ``VECTOR_ROW_SQL`` rows in bulk (the open path: 100k rows in
+        tens of milliseconds, where appending row by row would take most of a second)."""
+        assert self.n == 0
+        n = len(rows)
+        if not n:
+            return
+        self._reserve(n)
+        (labels, rids, rtypes, users, agents, threads, statuses, expires, seqs, ntoks, metas,
+         blobs) = zip(*rows)
+        type_code = {t.value: c for t, c in TYPE_CODE.items()}
+        status_code = {s.value: c for s, c in STATUS_CODE.items()}
+        code = self._code
+        self.labels[:n] = np.fromiter(labels, np.int64, n)
+        self.rtype[:n] = np.fromiter((type_code[t] for t in rtypes), np.int8, n)
+        self.user[:n] = np.fromiter((code(v) for v in users), np.int32, n)
+        self.agent[:n] = np.fromiter((code(v) for v in agents), np.int32, n)
+        self.thread[:n] = np.fromiter((code(v) for v in threads), np.int32, n)
+        self.status[:n] = np.fromiter((status_code[v] for v in statuses), np.int8, n)
+        self.expires[:n] = np.fromiter((NO_EXPIRY if e is None else e for e in expires), np.int64, n)
+        self.seq[:n] = np.fromiter(seqs, np.int64, n)
+        self.ntok[:n] = np.fromiter(ntoks, np.int64, n)
+        self.vectors[:n] = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(n, self.dim)
+        self.rids = list(rids)
+        self.meta = [None if m == "{}" else m for m in metas]
+        self.slot_of = dict(zip(self.rids, range(n)))
+        self._reserve_label(int(self.labels[:n].max()))
+        self.label_slot[self.labels[:n]] = np.arange(n)
+        self.total_tokens = int(self.ntok[:n].sum())
+        self.n = n
 
     def add(self, rows: Sequence[VectorRow]) -> np.ndarray:
         """Append ``rows`` (their record ids must be new); return their slots."""

@@ -68,10 +68,13 @@ _BM25_K1 = 1.2
 _BM25_B = 0.75
 # Planner cost model (nanoseconds, measured on a 2-vCPU Zen 3 at 100k x 384): an exact scan
 # costs per matching row; an ANN query costs per unit of ef plus a fixed call overhead.
-_EXACT_NS_PER_ROW = 250.0
+_EXACT_NS_PER_ROW = 230.0
 _META_NS_PER_ROW = 3000.0
-_ANN_NS_PER_EF = 2500.0
+_ANN_NS_PER_EF = 2700.0
 _ANN_NS_FIXED = 40000.0
+_EF_PER_FETCH = 2.0
+"""ef of a scoped ANN fetch, per element fetched: its useful hits sit deep in the unfiltered
+ranking (about k / selectivity), where a beam as wide as the fetch alone loses recall."""
 _META_SAMPLE = 64
 """Rows sampled to estimate how selective a metadata filter is before planning."""
 _TIE_MARGIN = 4e-6
@@ -356,7 +359,7 @@ class HnswlibStore(MemoryStore):
         except sqlite3.Error as exc:
             raise BackendUnavailable(f"cannot read {self._directory / DB_FILE}: {exc}") from exc
         cols = Columns(dimension, capacity=int(len(rows) * 1.25) + 16)
-        cols.add([VectorRow(*row) for row in rows])
+        cols.load(rows)
         index = VectorIndex(
             self._directory, dimension, M=self._M, ef_construction=self._ef_construction,
             num_threads=self._num_threads,
@@ -698,7 +701,7 @@ class HnswlibStore(MemoryStore):
             counts["ann" if first else "ann_refetch"] += 1
             first = False
             try:
-                labels, dists = index.knn(query, fetch, max(self._ef_search, fetch))
+                labels, dists = index.knn(query, fetch, self._ef_for(fetch))
             except RuntimeError:  # hnswlib could not gather `fetch` live elements
                 counts["ann_fallback"] += 1
                 return self._exact(query, base, meta, k)
@@ -729,8 +732,11 @@ class HnswlibStore(MemoryStore):
             return n_candidates <= self._exact_threshold
         meta_ns = _META_NS_PER_ROW if has_meta else 0.0
         exact = n_candidates * (_EXACT_NS_PER_ROW + meta_ns)
-        ann = _ANN_NS_FIXED + _ANN_NS_PER_EF * max(self._ef_search, fetch) + fetch * share * meta_ns
+        ann = _ANN_NS_FIXED + _ANN_NS_PER_EF * self._ef_for(fetch) + fetch * share * meta_ns
         return exact <= ann
+
+    def _ef_for(self, fetch: int) -> int:
+        return max(self._ef_search, math.ceil(_EF_PER_FETCH * fetch))
 
     def _exact(
         self, query: np.ndarray, base: np.ndarray | None, meta: dict[str, Any] | None, k: int

@@ -14,7 +14,6 @@ from agentmemory_conformance.suite import (
     ScopeTests,
     VectorSearchTests,
 )
-
 from agentmemory_hnswlib import HnswlibStore
 
 
