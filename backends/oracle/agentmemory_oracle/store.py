@@ -32,7 +32,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 import numpy as np
 import oracledb
 
-from agentmemory.errors import AgentMemoryError, BackendUnavailable, InvalidArgument
+from agentmemory.errors import AgentMemoryError, BackendError, BackendUnavailable, InvalidArgument
 from agentmemory.records import Link, Record
 from agentmemory.spi import (
     Capability,
@@ -153,6 +153,9 @@ def drive_sync(conn: Any, plan: plans.Plan[Any], operation: str = "operation") -
         except oracledb.Error as exc:
             error = map_error(exc, operation=operation)
             error.__cause__ = exc
+        except (TypeError, ValueError, OverflowError) as exc:  # the driver refused a bind value
+            error = BackendError(f"Oracle {operation}: python-oracledb rejected a statement: {exc}")
+            error.__cause__ = exc
 
 
 async def drive_async(conn: Any, plan: plans.Plan[Any], operation: str = "operation") -> Any:
@@ -169,6 +172,9 @@ async def drive_async(conn: Any, plan: plans.Plan[Any], operation: str = "operat
             result = await _execute_async(conn, stmt)
         except oracledb.Error as exc:
             error = map_error(exc, operation=operation)
+            error.__cause__ = exc
+        except (TypeError, ValueError, OverflowError) as exc:  # the driver refused a bind value
+            error = BackendError(f"Oracle {operation}: python-oracledb rejected a statement: {exc}")
             error.__cause__ = exc
 
 

@@ -17,7 +17,7 @@ from agentmemory_oracle.names import StoreNames
 from agentmemory_oracle.store import OracleStore
 from oracledb.errors import _Error
 
-from agentmemory.errors import BackendUnavailable, Conflict, InvalidArgument, TransientBackendError
+from agentmemory.errors import BackendError, BackendUnavailable, Conflict, InvalidArgument, TransientBackendError
 from agentmemory.records import RecordType
 from agentmemory.spi import Capability, NewRecord, RecordFilter, RecordPatch, SchemaPolicy, WriteBatch
 
@@ -130,6 +130,15 @@ def test_failed_write_rolls_back_and_maps_the_error(store: OracleStore, server: 
         store.write(WriteBatch(add=[NewRecord(h.rec("a"), None)]))
     assert server.commits == 0 and server.rollbacks == 1
     assert store._pool.out == 0  # the connection went back to the pool
+
+
+def test_driver_type_errors_become_backend_errors(store: OracleStore, server: Any, h: Any) -> None:
+    def refuse(sql: str, binds: Any) -> Any:
+        raise TypeError("expecting a number")
+
+    server.rules.append(("SELECT COUNT(*) FROM T_STORE_RECORD r", refuse))
+    with pytest.raises(BackendError, match="rejected a statement"):
+        store.count(RecordFilter())
 
 
 def test_reads_map_rows(store: OracleStore, server: Any, h: Any) -> None:
