@@ -62,7 +62,6 @@ CREATE TABLE IF NOT EXISTS links (
 CREATE INDEX IF NOT EXISTS links_source ON links (source_id);
 CREATE INDEX IF NOT EXISTS links_target ON links (target_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5 (body, tokenize = "ascii tokenchars '_'");
-CREATE VIRTUAL TABLE IF NOT EXISTS fts_inst USING fts5vocab (fts, instance);
 """
 
 RECORD_COLUMNS = (

@@ -75,6 +75,8 @@ _ANN_NS_FIXED = 40000.0
 _EF_PER_FETCH = 2.0
 """ef of a scoped ANN fetch, per element fetched: its useful hits sit deep in the unfiltered
 ranking (about k / selectivity), where a beam as wide as the fetch alone loses recall."""
+_TOKENIZE_VS_POSTING = 10
+"""Tokenizing one in-scope document costs about this many FTS5 posting rows."""
 _META_SAMPLE = 64
 """Rows sampled to estimate how selective a metadata filter is before planning."""
 _TIE_MARGIN = 4e-6
@@ -296,6 +298,9 @@ class HnswlibStore(MemoryStore):
             con.execute("PRAGMA cache_size=-65536")
             _sql.register_functions(con)
             self._prepare_schema(con, dimension, schema_policy)
+            for kind in ("row", "instance"):
+                name = "fts_row" if kind == "row" else "fts_inst"
+                con.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name} USING fts5vocab(main, fts, {kind})")
         except sqlite3.Error as exc:
             raise BackendUnavailable(f"cannot open {db_path}: {exc}") from exc
         self._load_state(dimension)
@@ -750,34 +755,40 @@ class HnswlibStore(MemoryStore):
 
     # ---- keyword search -----------------------------------------------------------------------
     def _keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
-        terms = set(tokenize(text))
+        terms = set(tokenize(text))  # iterated in the reference's order: identical float sums
         with self._reading() as con:
             cols = self._cols
             assert cols is not None
             n_docs = cols.n
             if not terms or n_docs == 0:
                 return []
+            df: dict[str, int] = {}
+            for term in terms:
+                row = con.execute("SELECT doc FROM temp.fts_row WHERE term = ?", (term,)).fetchone()
+                if row is not None:
+                    df[term] = int(row[0])
+            if not df:
+                return []
+            base = cols.mask(filter)
+            in_scope = None if base is None else np.flatnonzero(base)
+            if in_scope is not None and len(in_scope) * _TOKENIZE_VS_POSTING < sum(df.values()):
+                postings = self._postings_by_tokenizing(con, in_scope, df)
+            else:
+                postings = self._postings_from_fts(con, df)
             avg_len = cols.total_tokens / n_docs or 1.0
             scores = np.zeros(n_docs, np.float64)
             hit = np.zeros(n_docs, bool)
             for term in terms:
-                rows = con.execute(
-                    "SELECT doc, COUNT(*) FROM fts_inst WHERE term = ? GROUP BY doc", (term,)
-                ).fetchall()
-                if not rows:
+                if term not in postings:
                     continue
-                df = len(rows)
-                idf = math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
-                pairs = np.array(rows, dtype=np.int64)
-                slots = cols.label_slot[pairs[:, 0]]
-                tf = pairs[:, 1].astype(np.float64)
+                slots, tf = postings[term]
+                idf = math.log(1 + (n_docs - df[term] + 0.5) / (df[term] + 0.5))
                 length = cols.ntok[slots].astype(np.float64)
                 scores[slots] += idf * tf * (_BM25_K1 + 1) / (
                     tf + _BM25_K1 * (1 - _BM25_B + _BM25_B * length / avg_len)
                 )
                 hit[slots] = True
             ok = hit & (scores > 0)
-            base = cols.mask(filter)
             if base is not None:
                 ok &= base
             slots = np.flatnonzero(ok)
@@ -788,3 +799,46 @@ class HnswlibStore(MemoryStore):
             ranked = sorted((-round(float(scores[s]), 6), cols.rids[s], float(scores[s])) for s in slots)[:k]
             records = self._fetch(con, [rid for _, rid, _ in ranked])
         return [Hit(record=records[rid], score=score) for _, rid, score in ranked]
+
+    def _postings_from_fts(
+        self, con: sqlite3.Connection, df: dict[str, int]
+    ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """(slots, term frequencies) per term from the FTS5 posting lists."""
+        cols = self._cols
+        assert cols is not None
+        out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for term in df:
+            rows = con.execute(
+                "SELECT doc, COUNT(*) FROM temp.fts_inst WHERE term = ? GROUP BY doc", (term,)
+            ).fetchall()
+            if rows:
+                pairs = np.array(rows, dtype=np.int64)
+                out[term] = (cols.label_slot[pairs[:, 0]], pairs[:, 1].astype(np.float64))
+        return out
+
+    def _postings_by_tokenizing(
+        self, con: sqlite3.Connection, in_scope: np.ndarray, df: dict[str, int]
+    ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """The same postings restricted to ``in_scope`` slots, by tokenizing their content: cheaper
+        than reading long posting lists when the scope is small and the terms are common."""
+        cols = self._cols
+        assert cols is not None
+        rids = [cols.rids[int(s)] for s in in_scope]
+        rows = con.execute(
+            "SELECT record_id, content FROM records WHERE record_id IN (SELECT value FROM json_each(?))",
+            (_sql.dumps(rids),),
+        ).fetchall()
+        found: dict[str, tuple[list[int], list[float]]] = {term: ([], []) for term in df}
+        slot_of = cols.slot_of
+        for rid, content in rows:
+            counts = Counter(tokenize(content))
+            for term, (slots, tfs) in found.items():
+                tf = counts.get(term)
+                if tf:
+                    slots.append(slot_of[rid])
+                    tfs.append(float(tf))
+        return {
+            term: (np.array(slots, np.int64), np.array(tfs, np.float64))
+            for term, (slots, tfs) in found.items()
+            if slots
+        }
