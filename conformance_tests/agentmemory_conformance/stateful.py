@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from hypothesis import HealthCheck, note, settings
+from hypothesis import HealthCheck, Phase, note, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
@@ -42,7 +42,7 @@ from .faults import SECTIONS, arm
 from .support import DIM, T0, Api, assert_hits_ordered, assert_vector_hits, close_loop, without_seq
 
 PROFILE_SETTINGS: dict[str, dict[str, Any]] = {
-    "smoke": {"max_examples": 8, "stateful_step_count": 15},
+    "smoke": {"max_examples": 8, "stateful_step_count": 15, "phases": (Phase.explicit, Phase.reuse, Phase.generate)},
     "ci": {"max_examples": 50, "stateful_step_count": 30},
     "remote": {"max_examples": 30, "stateful_step_count": 30},
     "nightly": {"max_examples": 1000, "stateful_step_count": 50},
