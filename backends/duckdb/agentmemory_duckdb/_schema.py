@@ -113,7 +113,7 @@ def extension_directory() -> str | None:
     """The ``extension_directory`` the ``duckdb-ext-vss`` / ``duckdb-ext-fts`` wheels install
     into (namespace package ``duckdb_ext``), or None when they are not installed."""
     try:
-        import duckdb_ext  # type: ignore[import-not-found]
+        import duckdb_ext
     except ImportError:
         return None
     for base in getattr(duckdb_ext, "__path__", []):

@@ -22,13 +22,15 @@ import secrets
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import duckdb
+import duckdb.func
 import numpy as np
 import pyarrow as pa
 
@@ -41,8 +43,7 @@ from agentmemory.errors import (
     NotFound,
     TransientBackendError,
 )
-from agentmemory.filters import metadata_matches_json
-from agentmemory.records import Link, Record
+from agentmemory.records import Link, Record, RecordStatus
 from agentmemory.reference_store import bm25, tokenize
 from agentmemory.spi import (
     UNSET,
@@ -67,6 +68,7 @@ from ._sql import (
     ident,
     is_unfiltered,
     iso,
+    metadata_udf,
     qualified_columns,
     to_micros,
     unit,
@@ -279,9 +281,10 @@ class DuckDBStore(MemoryStore):
                     con.execute("SET hnsw_enable_experimental_persistence = true")
                 con.create_function(
                     self._udf,
-                    metadata_matches_json,
+                    metadata_udf,
                     [duckdb.sqltype("VARCHAR"), duckdb.sqltype("VARCHAR")],
                     duckdb.sqltype("BOOLEAN"),
+                    type=duckdb.func.ARROW,
                     side_effects=False,
                 )
                 self._prepare_schema(con, dimension, schema_policy)
@@ -473,30 +476,30 @@ class DuckDBStore(MemoryStore):
                 raise NotFound("record", patch.record_id)
             sets: list[str] = []
             params: list[Any] = []
-            if patch.content is not UNSET:
+            if isinstance(patch.content, str):
                 sets.append("content = ?")
                 params.append(patch.content)
-            if patch.metadata is not UNSET:
+            if isinstance(patch.metadata, Mapping):
                 sets.append("metadata = ?")
-                params.append(dump_json(dict(patch.metadata)))  # type: ignore[call-overload]
+                params.append(dump_json(dict(patch.metadata)))
             if patch.status is not UNSET:
                 sets.append("status = ?")
-                params.append(patch.status.value)  # type: ignore[union-attr]
-            if patch.timestamp is not UNSET:
+                params.append(RecordStatus(patch.status).value)
+            if isinstance(patch.timestamp, datetime):
                 sets.append("ts = ?")
-                params.append(iso(patch.timestamp))  # type: ignore[arg-type]
-            if patch.expires_at is not UNSET:
+                params.append(iso(patch.timestamp))
+            if patch.expires_at is None or isinstance(patch.expires_at, datetime):
                 sets.append("expires = ?, expires_us = ?")
                 exp = patch.expires_at
-                params.extend([iso(exp), None if exp is None else to_micros(exp)])  # type: ignore[arg-type]
-            if patch.vector is not UNSET:
-                if patch.vector is None:
-                    sets.append("vec = NULL")
-                    vec_count -= int(bool(row[0]))
-                else:
-                    sets.append(f"vec = ?::FLOAT[{dim}]")
-                    params.append(vector_literal(unit(patch.vector)))
-                    vec_count += int(not row[0])
+                params.extend([iso(exp), None if exp is None else to_micros(exp)])
+            if patch.vector is None:
+                sets.append("vec = NULL")
+                vec_count -= int(bool(row[0]))
+                vec_changes += 1
+            elif isinstance(patch.vector, np.ndarray):
+                sets.append(f"vec = ?::FLOAT[{dim}]")
+                params.append(vector_literal(unit(patch.vector)))
+                vec_count += int(not row[0])
                 vec_changes += 1
             if patch.content is not UNSET or patch.vector is not UNSET:
                 ver += 1
@@ -652,12 +655,13 @@ class DuckDBStore(MemoryStore):
                     self.last_plan = SearchPlan("exact", matching)
                     rows = self._exact(con, q, dim, where, params, k)
                 else:
-                    rows = self._via_index(con, vidx, q, dim, where, params, k, fetch)
-                    if rows is None:
+                    via_index = self._via_index(con, vidx, q, dim, where, params, k, fetch)
+                    if via_index is None:
                         self.last_plan = SearchPlan("index", matching, fetch, fallback=True)
                         rows = self._exact(con, q, dim, where, params, k)
                     else:
                         self.last_plan = SearchPlan("index", matching, fetch)
+                        rows = via_index
         hits = [Hit(record=decode_record(row), distance=float(row[-1])) for row in rows]
         hits.sort(key=lambda h: (round(h.distance or 0.0, 6), h.record.record_id))
         return hits[:k]
@@ -751,9 +755,10 @@ class DuckDBStore(MemoryStore):
 
     # ---- derived indexes -----------------------------------------------------------------------
     def build_indexes(self, *, force: bool = False) -> dict[str, bool]:
-        """Rebuild the stale derived indexes now, in the calling thread (waits for a background
-        build first). With ``force`` every index is rebuilt, ignoring ``*_min_rows``. Returns
-        which indexes were rebuilt. Call it after a bulk ingest to get the fast path at once."""
+        """Bring the derived indexes up to date now, in the calling thread (after waiting for a
+        background build): every index with unindexed or changed rows is rebuilt, whatever its
+        ``*_min_rows``; ``force`` rebuilds even up-to-date ones. Returns what was rebuilt. Call it
+        after a bulk ingest to get the fast path at once."""
         self._check_open()
         if self._read_only:
             raise BackendUnavailable("the DuckDB store was opened read_only; indexes cannot be built")
@@ -763,7 +768,8 @@ class DuckDBStore(MemoryStore):
         with self._build_lock:
             cursor = self._new_cursor()
             try:
-                jobs = self._due_jobs(force=force)
+                with self._lock:
+                    jobs = self._due_jobs(explicit=True, force=force)
                 for job in jobs:
                     self._build(cursor, job)
             finally:
@@ -778,26 +784,24 @@ class DuckDBStore(MemoryStore):
             return not builder.is_alive()
         return True
 
-    def _due_jobs(self, *, force: bool = False) -> list[str]:
+    def _due_jobs(self, *, explicit: bool = False, force: bool = False) -> list[str]:
+        """Which indexes to rebuild: explicitly, every stale one (or all with ``force``);
+        automatically, those past ``*_min_rows`` whose stale rows reach ``rebuild_fraction``."""
         jobs: list[str] = []
-        if self._vector_index:
-            stale = self._vec_changes - self._vec_changes_at_build
-            indexed = 0 if self._vidx is None else self._vidx.rows
-            if force and (self._vidx is None or stale > 0) and self._n_vectors > 0:
-                jobs.append("vector")
-            elif (
-                self._n_vectors >= self._vector_index_min_rows
-                and stale >= max(1_000.0, self._rebuild_fraction * indexed)
+        candidates = [
+            ("vector", self._vector_index, self._vidx, self._vec_changes - self._vec_changes_at_build, self._vector_index_min_rows),
+            ("fts", True, self._fts, self._doc_changes - self._doc_changes_at_build, self._fts_min_rows),
+        ]
+        for job, enabled, state, stale, min_rows in candidates:
+            if not enabled or self._n_vectors <= 0:
+                continue
+            if explicit:
+                if force or state is None or stale > 0:
+                    jobs.append(job)
+            elif self._n_vectors >= min_rows and stale >= max(
+                min(1_000.0, float(min_rows)), self._rebuild_fraction * (0 if state is None else state.rows)
             ):
-                jobs.append("vector")
-        stale = self._doc_changes - self._doc_changes_at_build
-        indexed = 0 if self._fts is None else self._fts.rows
-        if force and (self._fts is None or stale > 0) and self._n_vectors > 0:
-            jobs.append("fts")
-        elif self._n_vectors >= self._fts_min_rows and stale >= max(
-            min(1_000.0, float(self._fts_min_rows)), self._rebuild_fraction * indexed
-        ):
-            jobs.append("fts")
+                jobs.append(job)
         return jobs
 
     def _maybe_start_builder(self) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentmemory_conformance import BackendConformance
-
 from agentmemory_duckdb import DuckDBStore
 
 

@@ -1,0 +1,120 @@
+"""BM25 keyword search over the fts snapshot plus the exact delta: a message is findable the
+moment it is written, and changed or deleted rows never leak from the stale index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from agentmemory_duckdb import DuckDBStore
+
+from agentmemory.errors import InvalidArgument
+from agentmemory.spi import Capability, RecordFilter, RecordPatch, WriteBatch
+
+V = np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
+
+
+def _ids(hits: Any) -> list[str]:
+    return [h.record.record_id for h in hits]
+
+
+@pytest.fixture
+def indexed(db_path: Path, h: Any) -> DuckDBStore:
+    """A store whose BM25 snapshot covers 30 documents."""
+    store = h.open_store(db_path, auto_index=False)
+    words = ["invoice", "reconciliation", "maya", "workflow", "step", "fails", "export", "csv"]
+    store.write(
+        WriteBatch(
+            add=[
+                h.new(f"d{i:02d}", V, " ".join(words[(i + j) % len(words)] for j in range(4)), user_id="u1" if i % 2 else "u2")
+                for i in range(30)
+            ]
+        )
+    )
+    assert store.build_indexes()["fts"]
+    assert store.info().extra["fts_index"]["rows"] == 30
+    return store
+
+
+def test_declares_keyword_search(store: DuckDBStore) -> None:
+    assert Capability.KEYWORD_SEARCH in store.capabilities()
+
+
+def test_new_message_is_findable_at_once(indexed: DuckDBStore, h: Any) -> None:
+    indexed.write(WriteBatch(add=[h.new("fresh", V, "Where is order 7421? It was due on Monday", user_id="u1")]))
+    assert _ids(indexed.keyword_search("order 7421", RecordFilter(), 5)) == ["fresh"]
+    # the snapshot is untouched; the delta answered
+    assert indexed.info().extra["fts_index"]["rows"] == 30
+    assert _ids(indexed.keyword_search("7421", RecordFilter(user_id="u2"), 5)) == []
+
+
+def test_indexed_and_fresh_rows_rank_together(indexed: DuckDBStore, h: Any) -> None:
+    indexed.write(WriteBatch(add=[h.new("fresh", V, "maya maya maya csv", user_id="u1")]))
+    hits = indexed.keyword_search("maya csv", RecordFilter(), 40)
+    assert hits[0].record.record_id == "fresh"  # highest term frequency wins across both parts
+    assert len(hits) == len({h.record.record_id for h in hits})
+    assert all(h.score is not None and h.score > 0 for h in hits)
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_patched_and_deleted_rows_do_not_leak(indexed: DuckDBStore) -> None:
+    before = _ids(indexed.keyword_search("maya", RecordFilter(), 50))
+    assert "d00" in before and "d01" in before
+    indexed.write(WriteBatch(patch=[RecordPatch("d00", content="completely different words")], delete=["d01"]))
+    after = _ids(indexed.keyword_search("maya", RecordFilter(), 50))
+    assert "d00" not in after and "d01" not in after
+    assert set(after) == set(before) - {"d00", "d01"}
+    assert _ids(indexed.keyword_search("completely different", RecordFilter(), 5)) == ["d00"]
+    # removing the vector takes a record out of the searchable corpus (as in the reference)
+    indexed.write(WriteBatch(patch=[RecordPatch("d02", vector=None)]))
+    assert "d02" not in _ids(indexed.keyword_search("invoice reconciliation maya workflow", RecordFilter(), 50))
+
+
+def test_rebuild_picks_up_the_delta(indexed: DuckDBStore, h: Any) -> None:
+    indexed.write(WriteBatch(add=[h.new("fresh", V, "order 7421 returned")], patch=[RecordPatch("d03", content="café crème 7421")]))
+    assert indexed.build_indexes() == {"vector": True, "fts": True}
+    assert indexed.info().extra["fts_index"]["rows"] == 31
+    assert set(_ids(indexed.keyword_search("7421", RecordFilter(), 5))) == {"fresh", "d03"}
+    assert _ids(indexed.keyword_search("CAFÉ", RecordFilter(), 5)) == ["d03"]  # unicode, case-folded
+
+
+def test_filters_apply_to_both_parts(indexed: DuckDBStore, h: Any) -> None:
+    indexed.write(
+        WriteBatch(add=[h.new("fresh", V, "invoice export", user_id="u1", metadata={"tags": ["billing"]})])
+    )
+    hits = indexed.keyword_search("invoice", RecordFilter(user_id="u1", metadata_filter={"tags": {"$array_contains": "billing"}}), 50)
+    assert _ids(hits) == ["fresh"]
+    scoped = _ids(indexed.keyword_search("invoice", RecordFilter(user_id="u2"), 50))
+    assert scoped and all(int(rid[1:]) % 2 == 0 for rid in scoped)
+
+
+def test_digits_and_underscores_are_terms(store: DuckDBStore, h: Any) -> None:
+    store.write(WriteBatch(add=[h.new("a", V, "ticket order_id=7421-B shipped"), h.new("b", V, "nothing here")]))
+    store.build_indexes()
+    assert _ids(store.keyword_search("order_id", RecordFilter(), 5)) == ["a"]
+    assert _ids(store.keyword_search("7421", RecordFilter(), 5)) == ["a"]
+    assert store.keyword_search("!!!", RecordFilter(), 5) == []
+
+
+def test_invalid_keyword_arguments(store: DuckDBStore) -> None:
+    with pytest.raises(InvalidArgument):
+        store.keyword_search("  ", RecordFilter(), 5)
+    with pytest.raises(InvalidArgument):
+        store.keyword_search("x", RecordFilter(), 0)
+
+
+def test_background_builder_indexes_after_enough_writes(db_path: Path, h: Any) -> None:
+    store = h.open_store(db_path, fts_min_rows=50, vector_index_min_rows=50)
+    try:
+        rng = np.random.default_rng(0)
+        store.write(WriteBatch(add=[h.new(f"r{i}", rng.standard_normal(4), f"word{i % 7} common") for i in range(120)]))
+        assert store.wait_for_indexes(timeout=60)
+        extra = store.info().extra
+        assert extra["fts_index"] is not None and extra["vector_index"] is not None
+        assert extra["fts_index"]["rows"] == 120
+        assert len(store.keyword_search("common", RecordFilter(), 200)) == 120
+    finally:
+        store.close()
