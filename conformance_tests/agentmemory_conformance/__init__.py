@@ -39,7 +39,16 @@ _LAZY = {
     "StoreComparison": "agentmemory_conformance.stateful",
 }
 
-__all__ = [*sorted(_LAZY), "__version__"]
+__all__ = [
+    "BackendConformance",
+    "FaultPlan",
+    "FaultyStore",
+    "Report",
+    "StoreComparison",
+    "__version__",
+    "make_state_machine",
+    "validate",
+]
 
 if TYPE_CHECKING:
     from .faults import FaultPlan, FaultyStore

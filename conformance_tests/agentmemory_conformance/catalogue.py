@@ -29,15 +29,15 @@ MAX_CONTENT = 1_000_000
 
 def _raw_record(**changes: Any) -> Record:
     """A record whose fields skip pydantic validation (to reach the store's own checks)."""
-    data = rec("bad", content="fine").model_dump()
+    data: dict[str, Any] = rec("bad", content="fine").model_dump()
     data.update(changes)
-    return Record.model_construct(**data)
+    return Record.model_construct(None, **data)
 
 
 def _raw_link(**changes: Any) -> Link:
-    data = {"link_id": "bad-link", "source_id": "a", "target_id": "b", "link_type": LinkType.SUPPORTS, "created_at": T0, "metadata": {}}
+    data: dict[str, Any] = {"link_id": "bad-link", "source_id": "a", "target_id": "b", "link_type": LinkType.SUPPORTS, "created_at": T0, "metadata": {}}
     data.update(changes)
-    return Link.model_construct(**data)
+    return Link.model_construct(None, **data)
 
 
 def _add(vector: Any = None, **changes: Any) -> WriteBatch:
@@ -131,10 +131,10 @@ def _bad_writes() -> list[BadInput]:
         ("batch-not-a-batch", lambda: {"add": []}),
         ("batch-add-not-newrecord", lambda: WriteBatch(add=[rec("plain")])),  # type: ignore[list-item]
         ("batch-add-dict", lambda: WriteBatch(add=[{"record": rec("d")}])),  # type: ignore[list-item]
-        ("batch-delete-string", lambda: WriteBatch(delete="a")),  # type: ignore[arg-type]
+        ("batch-delete-string", lambda: WriteBatch(delete="a")),
         ("batch-delete-empty-id", lambda: WriteBatch(delete=[""])),
         ("batch-delete-int", lambda: WriteBatch(delete=[1])),  # type: ignore[list-item]
-        ("batch-delete-links-string", lambda: WriteBatch(delete_links="l1")),  # type: ignore[arg-type]
+        ("batch-delete-links-string", lambda: WriteBatch(delete_links="l1")),
         # patches
         ("patch-content-empty", lambda: WriteBatch(patch=[RecordPatch("a", content="")])),
         ("patch-content-nul", lambda: WriteBatch(patch=[RecordPatch("a", content="\x00")])),

@@ -157,7 +157,7 @@ class ResultCollector:
             return
         res = self.results.setdefault(report.nodeid, TestResult(report.nodeid, meta[0], clauses=meta[1], requires=meta[2]))
         for key, value in report.user_properties:
-            if key == "agentmemory_backend" and res.backend is None:
+            if key == "agentmemory_backend" and res.backend is None and isinstance(value, dict):
                 res.backend = value
         if hasattr(report, "wasxfail"):
             if report.skipped:

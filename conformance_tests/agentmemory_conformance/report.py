@@ -40,8 +40,8 @@ def build_report(group: str, results: Sequence[TestResult], *, profile: str) -> 
     totals = _counts()
     clauses: dict[str, dict[str, int]] = {}
     capabilities: dict[str, dict[str, Any]] = {"core": {**_counts(), "declared": True}}
-    for cap in Capability:
-        capabilities[cap.value] = {**_counts(), "declared": cap.value in declared}
+    for known in Capability:
+        capabilities[known.value] = {**_counts(), "declared": known.value in declared}
     tests = []
     for res in sorted(results, key=lambda r: r.nodeid):
         totals[res.outcome] += 1
@@ -155,7 +155,7 @@ def validate(
             args += ["-p", "agentmemory_conformance.pytest_plugin"]
         if profile is not None:
             args += ["--agentmemory-profile", profile]
-        args += ["-q", "--no-header", "-p", "no:warnings"] if quiet else []
+        args += ["-p", "no:terminal", "-p", "no:warnings"] if quiet else []
         args += list(pytest_args)
         code = pytest.main(args, plugins=[plugin])
     data = plugin.reports[0] if plugin.reports else {"ok": False, "totals": {}, "capabilities": {}, "clauses": {}, "tests": []}

@@ -103,27 +103,27 @@ class Api:
 
     def write(self, batch: Any) -> list[Record]:
         """``write`` / ``awrite``."""
-        return self._call("write", batch)  # type: ignore[no-any-return]
+        return self._call("write", batch)
 
     def query(self, flt: Any = None, **kwargs: Any) -> list[Record]:
         """``query`` / ``aquery`` (``flt`` defaults to everything)."""
-        return self._call("query", RecordFilter() if flt is None else flt, **kwargs)  # type: ignore[no-any-return]
+        return self._call("query", RecordFilter() if flt is None else flt, **kwargs)
 
     def count(self, flt: Any = None) -> int:
         """``count`` / ``acount``."""
-        return self._call("count", RecordFilter() if flt is None else flt)  # type: ignore[no-any-return]
+        return self._call("count", RecordFilter() if flt is None else flt)
 
     def links(self, **kwargs: Any) -> list[Link]:
         """``links`` / ``alinks``."""
-        return self._call("links", **kwargs)  # type: ignore[no-any-return]
+        return self._call("links", **kwargs)
 
     def vector_search(self, vector: Any, flt: Any = None, k: int = 10) -> list[Hit]:
         """``vector_search`` / ``avector_search``."""
-        return self._call("vector_search", vector, RecordFilter() if flt is None else flt, k)  # type: ignore[no-any-return]
+        return self._call("vector_search", vector, RecordFilter() if flt is None else flt, k)
 
     def keyword_search(self, text: Any, flt: Any = None, k: int = 10) -> list[Hit]:
         """``keyword_search`` / ``akeyword_search``."""
-        return self._call("keyword_search", text, RecordFilter() if flt is None else flt, k)  # type: ignore[no-any-return]
+        return self._call("keyword_search", text, RecordFilter() if flt is None else flt, k)
 
 
 class ClientApi:

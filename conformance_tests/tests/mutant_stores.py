@@ -11,7 +11,7 @@ import numpy as np
 from agentmemory.errors import Conflict
 from agentmemory.records import Record
 from agentmemory.reference_store import InMemoryStore, record_matches
-from agentmemory.spi import ANY, UNSET, Hit, Order, RecordFilter, WriteBatch
+from agentmemory.spi import ANY, UNSET, Capability, Hit, Order, RecordFilter, WriteBatch
 
 
 def _matching_with(store: InMemoryStore, flt: RecordFilter, matches: Callable[[Record, RecordFilter], bool]) -> list[Record]:
@@ -205,6 +205,63 @@ class PatchDropsMetadataStore(InMemoryStore):
         return super()._write(replace(batch, patch=patches))
 
 
+class FalsePersistenceStore(InMemoryStore):
+    """Declares ``PERSISTENCE`` but keeps data only in memory: a reopen finds nothing."""
+
+    name = "mutant-false-persistence"
+
+    def capabilities(self) -> frozenset[Capability]:
+        return super().capabilities() | {Capability.PERSISTENCE}
+
+
+class PoorRecallStore(InMemoryStore):
+    """An approximate backend that promises recall 0.9 and loses every third neighbour."""
+
+    name = "mutant-poor-recall"
+    min_recall_at_10 = 0.9
+
+    def capabilities(self) -> frozenset[Capability]:
+        return super().capabilities() | {Capability.APPROXIMATE_SEARCH}
+
+    def _vector_search(self, vector: np.ndarray, filter: RecordFilter, k: int) -> list[Hit]:
+        hits = super()._vector_search(vector, filter, 3 * k)
+        return [h for i, h in enumerate(hits) if i % 3 != 1][:k]
+
+
+class KeywordClaimStore(InMemoryStore):
+    """Declares ``KEYWORD_SEARCH`` but answers every keyword query with nothing."""
+
+    name = "mutant-keyword-claim"
+
+    def _keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
+        return []
+
+
+# ---- valid variants: the suite must pass on these ------------------------------------------
+class ApproximateButExactStore(InMemoryStore):
+    """Declares ``APPROXIMATE_SEARCH`` with a 0.9 floor and is in fact exact (valid)."""
+
+    name = "variant-approximate"
+    min_recall_at_10 = 0.9
+
+    def capabilities(self) -> frozenset[Capability]:
+        return super().capabilities() | {Capability.APPROXIMATE_SEARCH}
+
+
+class MinimalStore(InMemoryStore):
+    """Declares no optional capability at all (valid): keyword search must raise."""
+
+    name = "variant-minimal"
+
+    def capabilities(self) -> frozenset[Capability]:
+        return frozenset()
+
+    def _keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
+        from agentmemory.spi import MemoryStore
+
+        return MemoryStore._keyword_search(self, text, filter, k)
+
+
 MUTANTS = {
     cls.__name__: cls
     for cls in (
@@ -221,5 +278,9 @@ MUTANTS = {
         SeqReuseStore,
         KeywordScopeLeakStore,
         PatchDropsMetadataStore,
+        FalsePersistenceStore,
+        PoorRecallStore,
+        KeywordClaimStore,
     )
 }
+VARIANTS = {cls.__name__: cls for cls in (ApproximateButExactStore, MinimalStore)}

@@ -24,6 +24,9 @@ MUTANT_NAMES = [
     "SeqReuseStore",
     "KeywordScopeLeakStore",
     "PatchDropsMetadataStore",
+    "FalsePersistenceStore",
+    "PoorRecallStore",
+    "KeywordClaimStore",
 ]
 
 TEST_FILE = """
@@ -52,6 +55,18 @@ def test_suite_fails_on_mutant(pytester: pytest.Pytester, mutant: str) -> None:
     assert outcomes.get("failed", 0) >= 1, f"the suite did not catch {mutant}:\n" + "\n".join(result.outlines[-20:])
     caught_by = [m.group(1) for line in result.outlines if (m := re.match(r"FAILED \S+::(\S+)", line))]
     print(f"{mutant} caught by {caught_by}")
+
+
+@pytest.mark.parametrize("variant", ["ApproximateButExactStore", "MinimalStore"])
+def test_suite_passes_valid_variants(pytester: pytest.Pytester, variant: str) -> None:
+    """Valid backends with other capability sets pass: an approximate one held to its floor,
+    and one declaring nothing optional (its keyword tests skip with the reason)."""
+    result = run_suite(pytester, "mutant_stores", variant, "-rs")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) == 0 and outcomes.get("passed", 0) > 200, "\n".join(result.outlines[-30:])
+    if variant == "MinimalStore":
+        assert any("capability 'keyword_search' not declared by backend 'variant-minimal'" in line for line in result.outlines)
+        assert any("capability 'concurrent_writers' not declared" in line for line in result.outlines)
 
 
 def test_harness_passes_the_reference(pytester: pytest.Pytester) -> None:

@@ -18,7 +18,8 @@ from ..support import T0, ClientApi, FakeClock, clause
 
 
 def _status(memory: ClientApi, rid: str) -> RecordStatus:
-    return memory.get_memory(rid).status  # type: ignore[no-any-return]
+    status: RecordStatus = memory.get_memory(rid).status
+    return status
 
 
 def _hit_ids(results: list[Any]) -> list[str]:
@@ -218,7 +219,7 @@ class TtlTests:
         """``default_ttl_days`` applies to messages and memories that omit ``ttl_days``;
         ``max_ttl_days`` clamps longer ones; the ``timestamp`` anchor counts from the record's
         own time."""
-        from agentmemory.config import MemoryRetentionConfig
+        from agentmemory.config import MemoryRetentionConfig, TimeToLiveAnchor
 
         mem = memory_factory("ret", retention=MemoryRetentionConfig(default_ttl_days=2, max_ttl_days=5))
         thread = mem.create_thread("t", user_id="u")
@@ -231,7 +232,7 @@ class TtlTests:
         clock.advance(days=3)
         with pytest.raises(NotFound):
             mem.get_memory(long_lived)
-        anchored = memory_factory("anchor", retention=MemoryRetentionConfig(ttl_anchor="timestamp"))
+        anchored = memory_factory("anchor", retention=MemoryRetentionConfig(ttl_anchor=TimeToLiveAnchor.TIMESTAMP))
         old = anchored.add_memory("from the past", user_id="u", ttl_days=1, timestamp=clock.now - timedelta(days=3))
         with pytest.raises(NotFound):
             anchored.get_memory(old)

@@ -140,6 +140,7 @@ class MetadataFilterTests:
     def test_malformed_filters_raise_invalid_argument(self, api: Api) -> None:
         """Unknown operators, operators as keys, operators mixed with keys, non-JSON values and
         an empty ``$array_contains_any`` raise ``InvalidArgument`` before anything runs."""
+        bad: Any
         for bad in (
             {"$not": {"a": 1}},
             {"a": {"$regex": "x"}},
@@ -152,9 +153,9 @@ class MetadataFilterTests:
             "color=red",
         ):
             with pytest.raises(InvalidArgument):
-                api.query(RecordFilter(metadata_filter=bad))  # type: ignore[arg-type]
+                api.query(RecordFilter(metadata_filter=bad))
             with pytest.raises(InvalidArgument):
-                api.vector_search(E1, RecordFilter(metadata_filter=bad), k=3)  # type: ignore[arg-type]
+                api.vector_search(E1, RecordFilter(metadata_filter=bad), k=3)
 
 
 class RecordTypeTests:
