@@ -1,0 +1,145 @@
+"""Framework operations on a backend that already holds the speed suite's records: the cost the
+core adds on top of the store — ``add_messages`` (with and without rule-based extraction),
+context-card builds, client search with hops and budgets — with the embedder's time taken out
+(texts are pre-embedded by a caching wrapper; any model time that remains is subtracted and
+reported apart). Embedder costs per text are measured separately.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from agentmemory import AgentMemory
+from agentmemory.embedders import Embedder, HashingEmbedder
+from agentmemory.spi import Capability, MemoryStore, RecordFilter
+
+from .conversations import Conversation, generate_conversation
+from .embedding import CachedEmbedder, per_text_cost
+from .measure import Latencies
+from .progress import Progress
+
+AGENT = "bench-agent"
+
+
+def _timed(fn: Callable[[], Any], embedder: CachedEmbedder) -> tuple[float, float]:
+    """(wall seconds, seconds of it spent in the embedding model)."""
+    before = embedder.inner_seconds
+    t0 = time.perf_counter()
+    fn()
+    wall = time.perf_counter() - t0
+    return wall, embedder.inner_seconds - before
+
+
+def _summ(walls: list[float], model: list[float]) -> dict[str, Any]:
+    overhead = Latencies([w - m for w, m in zip(walls, model)])
+    total = Latencies(walls)
+    return {
+        "p50_ms": overhead.pct(50),
+        "p95_ms": overhead.pct(95),
+        "with_embedder_p50_ms": total.pct(50),
+        "embedder_ms_total": sum(model) * 1000.0,
+        "count": len(walls),
+    }
+
+
+def run_framework(store: MemoryStore, *, seed: int, user_prefix: str, budget_s: float = 20.0) -> dict[str, Any]:
+    """Measure the framework operations on ``store`` (already open; it is left open)."""
+    conv = generate_conversation(0, seed=seed, sessions=4, turns_per_session=25)
+    embedder = CachedEmbedder(HashingEmbedder(store.dimension))
+    embedder.warm([m.content for m in conv.messages])
+    embedder.warm([q.text for q in conv.questions], is_query=True)
+    out: dict[str, Any] = {"conversation_messages": len(conv.messages)}
+    off = AgentMemory(store=store, embedder=embedder, memory_extraction_config={"extract_memories": False, "enable_context_summary": False})
+    on = AgentMemory(store=store, embedder=embedder)
+    user = f"{user_prefix}-fw-user"
+    for label, client in (("add_messages (no extraction)", off), ("add_messages (rule-based extraction)", on)):
+        walls: list[float] = []
+        model: list[float] = []
+        with Progress(f"framework {label}", len(conv.messages)) as bar:
+            for index, session in enumerate(conv.sessions):
+                thread = client.create_thread(
+                    thread_id=f"{user_prefix}-{'x' if client is on else 'n'}-s{index}", user_id=user if client is on else f"{user}-n", agent_id=AGENT
+                )
+                for start in range(0, len(session), 2):
+                    pair = session[start : start + 2]
+                    msgs = [{"id": f"{m.message_id}-{'x' if client is on else 'n'}", "role": m.role, "content": m.content} for m in pair]
+                    w, m = _timed(partial(thread.add_messages, msgs), embedder)
+                    walls.append(w)
+                    model.append(m)
+                    bar.advance(len(pair))
+        out[label] = {**_summ(walls, model), "messages_per_call": 2}
+    thread = on.get_thread(f"{user_prefix}-x-s{len(conv.sessions) - 1}")
+    out["memories_extracted"] = len(on.list_memories(user_id=user, limit=10_000))
+    # link the extracted memories in a chain so hops have something to walk
+    memories = on.list_memories(user_id=user, limit=10_000)
+    for a, b in zip(memories, memories[1:]):
+        try:
+            on.link_records(a.record_id, b.record_id, "supports")
+        except Exception:  # noqa: BLE001 - already linked or not linkable: hops still measured
+            pass
+    cards: dict[str, Any] = {}
+    for label, kwargs in (
+        ("card (defaults)", {}),
+        ("card (token_budget=1000, 20 results)", {"token_budget": 1000, "max_relevant_results": 20}),
+        ("card (min by type, tail of 4)", {"min_relevant_results_by_type": {"preference": 1, "fact": 2, "message": 2}, "except_last_messages": 4}),
+    ):
+        walls, model = [], []
+        start_t = time.perf_counter()
+        for _ in range(30):
+            w, m = _timed(partial(thread.get_context_card, **kwargs), embedder)
+            walls.append(w)
+            model.append(m)
+            if time.perf_counter() - start_t > budget_s / 3:
+                break
+        cards[label] = _summ(walls, model)
+    out["context_card"] = cards
+    keyword = Capability.KEYWORD_SEARCH in store.capabilities()
+    searches: dict[str, Any] = {}
+    questions = [q.text for q in conv.questions]
+    variants: list[tuple[str, dict[str, Any]]] = [
+        ("vector, 10 results", {}),
+        ("vector, num_hops=2", {"num_hops": 2}),
+        ("vector, token_budget=500", {"token_budget": 500, "max_results": 50}),
+        ("vector, memories only", {"record_types": ["memory", "fact", "preference", "guideline"]}),
+    ]
+    if keyword:
+        variants += [("keyword", {"strategy": "keyword"}), ("hybrid", {"strategy": "hybrid"})]
+    for label, kwargs in variants:
+        walls, model = [], []
+        for i in range(40):
+            w, m = _timed(partial(on.search, questions[i % len(questions)], user_id=user, **kwargs), embedder)
+            walls.append(w)
+            model.append(m)
+        searches[label] = _summ(walls, model)
+    # the same scoped query straight through the SPI: what the pipeline adds on top
+    vectors = embedder.embed(questions, is_query=True)
+    flt = RecordFilter(user_id=user)
+    walls = []
+    for i in range(40):
+        t0 = time.perf_counter()
+        store.vector_search(vectors[i % len(questions)], flt, 10)
+        walls.append(time.perf_counter() - t0)
+    searches["SPI vector_search (same scope)"] = _summ(walls, [0.0] * len(walls))
+    out["search"] = searches
+    return out
+
+
+def embedder_costs(texts: list[str], extra: dict[str, Embedder]) -> dict[str, Any]:
+    """Per-text cost of each embedder at batch sizes 1 and 32."""
+    out: dict[str, Any] = {}
+    for name, emb in extra.items():
+        out[name] = {
+            "batch_1": per_text_cost(emb, texts[:12], batch=1),
+            "batch_32": per_text_cost(emb, texts[:64], batch=32),
+            "dimension": emb.dimension,
+        }
+    return out
+
+
+def conversation_texts(seed: int) -> list[str]:
+    """Realistic message texts for embedder timing."""
+    conv: Conversation = generate_conversation(1, seed=seed, sessions=3, turns_per_session=20)
+    return [m.content for m in conv.messages]

@@ -1,0 +1,448 @@
+"""Turn a results dict into ratios, a Markdown report, PNG plots and JSON."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .data import SELECTIVITIES
+from .measure import ratio
+from .plan import UNSCOPED, cell_key
+
+CELL_ORDER = [cell_key(s) for s in SELECTIVITIES] + [UNSCOPED]
+
+TARGETS = {
+    # issue 4 (DuckDB) and issue 5 (hnswlib), stated for 100k records x 384 dims
+    "duckdb": {"scoped_p50_ms": 15.0, "recall": 0.99, "unscoped_x": 1.5, "ingest_rows_per_s": 5000.0, "ingest_x": 2.0},
+    "hnswlib": {"scoped_p50_ms": 2.0, "recall": 0.99, "unscoped_x": 3.0, "ingest_x": 1.5},
+}
+
+
+# ---- ratios -------------------------------------------------------------------------------------
+def raw_cell(raw: dict[str, Any], cell: str) -> dict[str, Any] | None:
+    """The raw engine's reference measurement in ``cell``."""
+    if not raw or not raw.get("available"):
+        return None
+    method = raw.get("reference", {}).get(cell)
+    return raw.get("methods", {}).get(method, {}).get(cell) if method else None
+
+
+def _reopen_total(entry: dict[str, Any] | None) -> float | None:
+    if not entry:
+        return None
+    return (entry.get("open_s") or 0.0) + (entry.get("first_query_s") or 0.0)
+
+
+def add_ratios(results: dict[str, Any]) -> None:
+    """Annotate every backend (and peer) with its figures divided by its raw engine's."""
+    speed = results.get("speed") or {}
+    raws = speed.get("raw", {})
+    numpy_raw = raws.get("numpy")
+    for backend in speed.get("backends", []):
+        if not backend.get("available", True) or "cells" not in backend:
+            continue
+        raw = raws.get(backend["raw_engine"]) or {}
+        out: dict[str, Any] = {"engine": backend["raw_engine"]}
+        if raw.get("available"):
+            ingest = raw.get("ingest") or {}
+            out["ingest_time_x"] = ratio(backend["ingest"]["seconds"], ingest.get("seconds"))
+            if raw.get("index_build"):
+                out["ingest_time_x_incl_index_build"] = ratio(
+                    backend["ingest"]["seconds"], (ingest.get("seconds") or 0) + raw["index_build"]["seconds"]
+                )
+            out["reopen_x"] = ratio(_reopen_total(backend.get("reopen")), _reopen_total(raw.get("reopen")))
+            out["file_x"] = ratio(backend.get("file_bytes"), raw.get("file_bytes"))
+            out["rss_x"] = ratio(backend.get("rss_delta_bytes"), raw.get("rss_delta_bytes"))
+        cells: dict[str, Any] = {}
+        for key, stats in backend["cells"].items():
+            ref = raw_cell(raw, key)
+            npy = raw_cell(numpy_raw, key) if numpy_raw else None
+            cells[key] = {
+                "p50_x": ratio(stats.get("p50_ms"), (ref or {}).get("p50_ms")),
+                "p95_x": ratio(stats.get("p95_ms"), (ref or {}).get("p95_ms")),
+                "p50_x_numpy": ratio(stats.get("p50_ms"), (npy or {}).get("p50_ms")),
+                "raw_method": (raw.get("reference") or {}).get(key),
+                "raw_recall": (ref or {}).get("recall"),
+            }
+        out["cells"] = cells
+        backend["ratios"] = out
+        targets = TARGETS.get(backend["backend"])
+        if targets:
+            backend["targets"] = check_targets(backend, targets)
+
+
+def check_targets(backend: dict[str, Any], t: dict[str, float]) -> dict[str, Any]:
+    """The issue's acceptance numbers, checked on this run (they are stated for n=100k)."""
+    cells = backend["cells"]
+    ratios = backend["ratios"]
+    scoped = [k for k in CELL_ORDER if k.startswith("scoped") and k in cells]
+    worst_p50 = max((cells[k]["p50_ms"] or 0.0) for k in scoped) if scoped else None
+    worst_recall = min((cells[k]["recall"] or 0.0) for k in CELL_ORDER if k in cells) if cells else None
+    unscoped_x = ratios["cells"].get(UNSCOPED, {}).get("p50_x")
+    checks: dict[str, Any] = {
+        "scoped_p50_max_ms": {"value": worst_p50, "target": f"<= {t['scoped_p50_ms']}", "ok": worst_p50 is not None and worst_p50 <= t["scoped_p50_ms"]},
+        "recall_min": {"value": worst_recall, "target": f">= {t['recall']}", "ok": worst_recall is not None and worst_recall >= t["recall"]},
+        "unscoped_p50_x_raw": {"value": unscoped_x, "target": f"<= {t['unscoped_x']}", "ok": unscoped_x is not None and unscoped_x <= t["unscoped_x"]},
+        "ingest_time_x_raw": {"value": ratios.get("ingest_time_x"), "target": f"<= {t['ingest_x']}", "ok": ratios.get("ingest_time_x") is not None and ratios["ingest_time_x"] <= t["ingest_x"]},
+    }
+    if "ingest_rows_per_s" in t:
+        rps = backend["ingest"].get("rows_per_s")
+        checks["ingest_rows_per_s"] = {"value": rps, "target": f">= {t['ingest_rows_per_s']:.0f}", "ok": rps is not None and rps >= t["ingest_rows_per_s"]}
+    return checks
+
+
+# ---- formatting ---------------------------------------------------------------------------------
+def f(value: Any, digits: int = 2) -> str:
+    """A number for a table cell ('–' when missing)."""
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if abs(value) >= 1000:
+            return f"{value:,.0f}"
+        if abs(value) >= 100:
+            return f"{value:.0f}"
+        if abs(value) >= 10:
+            return f"{value:.1f}"
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def x(value: float | None) -> str:
+    """A ratio cell: ``1.3×``."""
+    return "–" if value is None else f"{value:.2f}×" if value < 10 else f"{value:.0f}×"
+
+
+def mb(value: int | None) -> str:
+    """Bytes as MB."""
+    return "–" if value is None else f"{value / 2**20:.1f}"
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A Markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def speed_section(speed: dict[str, Any]) -> list[str]:
+    """Markdown for the speed suite."""
+    out: list[str] = []
+    n = speed["n"]
+    out.append(f"## Speed and scale (n = {n:,} records × {speed['dim']} dims, {speed['queries_per_cell']} queries per cell max, seed {speed['seed']})\n")
+    out.append(
+        "Every backend is driven through the store SPI (`WriteBatch` of precomputed vectors, `vector_search` "
+        "with a `RecordFilter`); the raw engines run in the same process on the same vectors and queries. "
+        "Ratios are backend ÷ raw engine (time or size: lower is better). Scoped cells filter on one user "
+        "(0.1 %–50 % of rows) or on the agent every row shares (100 %).\n"
+    )
+    backends = [b for b in speed.get("backends", []) if b.get("available", True) and "cells" in b]
+    rows = []
+    for b in backends:
+        r = b.get("ratios", {})
+        un = b["cells"].get(UNSCOPED, {})
+        unr = r.get("cells", {}).get(UNSCOPED, {})
+        reopen = b.get("reopen")
+        rows.append([
+            f"**{b['backend']}** (vs {b['raw_engine']})",
+            f"{f(b['ingest']['rows_per_s'])} ({x(r.get('ingest_time_x'))})",
+            f"{f(b.get('first_query_s', 0) * 1000)}",
+            f"{f(un.get('p50_ms'))} ({x(unr.get('p50_x'))})",
+            f"{f(un.get('p95_ms'))} ({x(unr.get('p95_x'))})",
+            f(un.get("recall"), 3),
+            f"{f(_reopen_total(reopen), 3)} ({x(r.get('reopen_x'))})" if reopen else "not persistent",
+            f"{mb(b.get('file_bytes'))} ({x(r.get('file_x'))})" if b.get("file_bytes") is not None else "–",
+            f"{mb(b.get('rss_delta_bytes'))} ({x(r.get('rss_x'))})",
+        ])
+    out.append(table(
+        ["backend", "ingest rec/s (time × raw)", "first query ms", "unscoped p50 ms (× raw)", "unscoped p95 ms (× raw)",
+         "recall@10", "reopen s: open + 1st query (× raw)", "file MB (× raw)", "RSS Δ MB (× raw)"],
+        rows,
+    ))
+    out.append("")
+    # scoped latency table
+    header = ["engine / method"] + [k.replace("scoped_", "") for k in CELL_ORDER]
+    rows = []
+    for b in backends:
+        r = b.get("ratios", {}).get("cells", {})
+        rows.append([f"**{b['backend']}** p50 ms (× raw)"] + [
+            f"{f(b['cells'].get(k, {}).get('p50_ms'))} ({x(r.get(k, {}).get('p50_x'))})" for k in CELL_ORDER
+        ])
+        rows.append([f"{b['backend']} p95 ms"] + [f(b["cells"].get(k, {}).get("p95_ms")) for k in CELL_ORDER])
+        rows.append([f"{b['backend']} recall@10"] + [f(b["cells"].get(k, {}).get("recall"), 3) for k in CELL_ORDER])
+    for name, raw in speed.get("raw", {}).items():
+        if not raw.get("available"):
+            continue
+        for method, cells in raw["methods"].items():
+            rows.append([f"raw {name} {method} p50 ms / recall"] + [
+                f"{f(cells[k]['p50_ms'])} / {f(cells[k]['recall'], 3)}" if k in cells else "–" for k in CELL_ORDER
+            ])
+    out.append("### Search latency and recall by scope selectivity\n")
+    out.append(table(header, rows))
+    out.append("")
+    # raw engines
+    rows = []
+    for name, raw in speed.get("raw", {}).items():
+        if not raw.get("available"):
+            rows.append([name, f"not run: {raw.get('reason')}", "", "", "", ""])
+            continue
+        ing = raw.get("ingest") or {}
+        idx = raw.get("index_build") or {}
+        rows.append([
+            name,
+            f"{f(ing.get('rows_per_s'))} ({ing.get('what', '')})" if ing else "–",
+            f"{f(idx.get('seconds'))} s ({f(idx.get('rows_per_s'))} rows/s)" if idx else "–",
+            f(_reopen_total(raw.get("reopen")), 3),
+            mb(raw.get("file_bytes")),
+            mb(raw.get("rss_delta_bytes")),
+        ])
+    out.append("### Raw engines\n")
+    out.append(table(["engine", "ingest rows/s", "index build", "reopen s", "file MB", "RSS Δ MB"], rows))
+    notes = [f"- {name}: {n_}" for name, raw in speed.get("raw", {}).items() for n_ in raw.get("notes", [])]
+    if notes:
+        out.append("\n" + "\n".join(notes))
+    out.append("")
+    # keyword
+    kw_rows = [
+        [b["backend"]] + [f"{f(b['keyword'].get(k, {}).get('p50_ms'))} / {f(b['keyword'].get(k, {}).get('p95_ms'))}" for k in ("scoped_1%", UNSCOPED)]
+        for b in backends if b.get("keyword")
+    ]
+    if kw_rows:
+        out.append("### Keyword search (2–3 mid-frequency terms), p50 / p95 ms\n")
+        out.append(table(["backend", "1% scope", "unscoped"], kw_rows))
+        out.append("")
+    # targets
+    tgt_rows = []
+    for b in backends:
+        for name, check in (b.get("targets") or {}).items():
+            tgt_rows.append([b["backend"], name, f(check["value"], 3), check["target"], "PASS" if check["ok"] else "FAIL"])
+    if tgt_rows:
+        out.append(f"### Issue targets (stated for n = 100,000; this run n = {n:,})\n")
+        out.append(table(["backend", "check", "value", "target", "result"], tgt_rows))
+        out.append("")
+    missing = [b for b in speed.get("backends", []) if not b.get("available", True)]
+    for b in missing:
+        out.append(f"- backend **{b['backend']}** not measured: {b.get('reason')}")
+    return out
+
+
+def framework_section(fw: dict[str, Any], embedders: dict[str, Any]) -> list[str]:
+    """Markdown for framework operations and embedder costs."""
+    out = ["## Framework operations (embedder time excluded)\n",
+           "Measured on each backend after the speed suite (the store holds the n records of other users). "
+           "Texts are pre-embedded with the hashing embedder through a caching wrapper; model time that still "
+           "occurs is subtracted (the `with embedder` column keeps it).\n"]
+    rows = []
+    for backend, res in fw.items():
+        if "error" in res:
+            rows.append([backend, f"error: {res['error']}", "", "", ""])
+            continue
+        for label in ("add_messages (no extraction)", "add_messages (rule-based extraction)"):
+            r = res[label]
+            rows.append([backend, f"{label}, 2 messages/call", f(r["p50_ms"]), f(r["p95_ms"]), f(r["with_embedder_p50_ms"])])
+        for label, r in res["context_card"].items():
+            rows.append([backend, label, f(r["p50_ms"]), f(r["p95_ms"]), f(r["with_embedder_p50_ms"])])
+        for label, r in res["search"].items():
+            rows.append([backend, f"search: {label}", f(r["p50_ms"]), f(r["p95_ms"]), f(r["with_embedder_p50_ms"])])
+    out.append(table(["backend", "operation", "p50 ms", "p95 ms", "p50 ms with embedder"], rows))
+    out.append("")
+    if embedders:
+        out.append("### Embedder cost per text (reported apart from the framework)\n")
+        rows = [[name, f(e["batch_1"]["ms_per_text"], 3), f(e["batch_32"]["ms_per_text"], 3), str(e["dimension"])] for name, e in embedders.items()]
+        out.append(table(["embedder", "ms/text, batch 1", "ms/text, batch 32", "dim"], rows))
+        out.append("")
+    return out
+
+
+def quality_section(q: dict[str, Any]) -> list[str]:
+    """Markdown for the memory-quality suite."""
+    out = [f"## Memory quality ({q['conversations']} conversations × {q['sessions']} sessions, "
+           f"{q['questions']} questions, {q['evidence_items']} evidence items; embedder: **{q['embedder']}**; "
+           f"store: {q['backend']})\n"]
+    out.append(
+        "Evidence recall = evidence items whose answer string reaches the prompt ÷ all items; all-evidence = "
+        "questions with every item present. Window, search and peers render messages as `role: content` lines "
+        "and are cut at the budget; the card is `thread.get_context_card(token_budget=…)` with the rule-based "
+        "extractor, its budget lowered until the whole card fits. Stale-only = updated facts where only a "
+        "superseded value reached the prompt.\n"
+    )
+    budgets = q["budgets"]
+    rows = []
+    for method, res in q["methods"].items():
+        cells = []
+        for b in budgets:
+            r = res["budgets"].get(str(b), {})
+            cells.append(f"{f(r.get('evidence_recall'))} / {f(r.get('all_evidence_hit_rate'))}")
+        stale = res["budgets"].get(str(budgets[-1]), {}).get("stale_only_rate")
+        rows.append([method] + cells + [f(stale), f(res.get("p50_ms"), 1)])
+    out.append(table(["method"] + [f"{b} tok: recall / all" for b in budgets] + [f"stale-only @{budgets[-1]}", "p50 ms"], rows))
+    out.append("")
+    rows = []
+    for method, res in q["methods"].items():
+        rows.append([method] + [f(res["budgets"].get(str(b), {}).get("mean_tokens"), 0) for b in budgets])
+    out.append("Mean tokens actually used per budget:\n")
+    out.append(table(["method"] + [str(b) for b in budgets], rows))
+    out.append("")
+    kinds = sorted({k for res in q["methods"].values() for k in res["budgets"].get(str(budgets[1]), {}).get("by_kind", {})})
+    if kinds:
+        b = budgets[1]
+        rows = [[m] + [f(res["budgets"][str(b)]["by_kind"].get(k, {}).get("evidence_recall")) for k in kinds] for m, res in q["methods"].items()]
+        out.append(f"Evidence recall by question kind at {b} tokens:\n")
+        out.append(table(["method"] + kinds, rows))
+        out.append("")
+    out.append(
+        f"- Full transcript: {f(q['transcript_tokens_mean'], 0)} tokens per conversation (mean); default context card "
+        f"(`get_context_card()`): {f(q['default_card_tokens_mean'], 0)} tokens "
+        f"({f(q['default_card_tokens_mean'] / q['transcript_tokens_mean'] * 100 if q['transcript_tokens_mean'] else None, 1)} % of the transcript)."
+    )
+    out.append(f"- Memories written by the rule-based extractor: {f(q['memories_mean'], 1)} per conversation (mean); ingest through `add_messages`: {f(q['ingest_seconds'], 1)} s ({q['embedder']} embedding included).")
+    for name, why in q.get("not_run", {}).items():
+        out.append(f"- {name}: not run — {why}")
+    out.append("")
+    return out
+
+
+def peers_section(peers: dict[str, Any]) -> list[str]:
+    """Markdown for peers (speed)."""
+    out = [f"## Peers, speed (n = {peers['n']:,}, same vectors and queries; embed functions are lookups)\n"]
+    rows = []
+    ref = peers.get("numpy_reference", {})
+    for p in peers["results"]:
+        if not p.get("available"):
+            rows.append([p["peer"], f"not run: {p.get('reason')}"] + [""] * 6)
+            continue
+        c = p["cells"]
+        rows.append([
+            f"{p['peer']} (n={p['n']:,})",
+            f(p["ingest"]["rows_per_s"]),
+            *[f"{f(c.get(k, {}).get('p50_ms'))} / {f(c.get(k, {}).get('recall'), 3)} ({x(ratio(c.get(k, {}).get('p50_ms'), (ref.get(k) or {}).get('p50_ms')))})" for k in ("scoped_0.1%", "scoped_1%", "scoped_10%", UNSCOPED)],
+            mb(p.get("rss_delta_bytes")),
+            mb(p.get("file_bytes")),
+        ])
+    out.append(table(["peer", "ingest rec/s", "0.1%: p50 ms / recall (× numpy)", "1%", "10%", "unscoped", "RSS Δ MB", "file MB"], rows))
+    notes = [f"- {p['peer']}: {n_}" for p in peers["results"] for n_ in p.get("notes", [])]
+    if notes:
+        out.append("\n" + "\n".join(notes))
+    out.append("")
+    return out
+
+
+def render_markdown(results: dict[str, Any], plots: Sequence[str]) -> str:
+    """The whole report."""
+    meta = results["meta"]
+    out = ["# agentmemory benchmark report\n",
+           f"Run {meta['started']} · {meta['machine'].get('cpu', '?')} · {meta['machine'].get('cpus')} CPUs · "
+           f"load avg at start {meta['machine'].get('loadavg')} · Python {meta['machine']['python']} · "
+           f"BLAS threads {meta.get('blas_threads')}\n",
+           "Versions: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items() if v) + "\n"]
+    if results.get("speed"):
+        out += speed_section(results["speed"])
+    if results.get("framework"):
+        out += framework_section(results["framework"], results.get("embedders") or {})
+    if results.get("quality"):
+        out += quality_section(results["quality"])
+    if results.get("peers"):
+        out += peers_section(results["peers"])
+    if plots:
+        out.append("## Plots\n")
+        out += [f"![{Path(p).stem}]({Path(p).name})" for p in plots]
+    out.append("\nRaw numbers: `results.json`.")
+    return "\n".join(out) + "\n"
+
+
+# ---- plots --------------------------------------------------------------------------------------
+def make_plots(results: dict[str, Any], out_dir: Path) -> list[str]:
+    """PNG plots (skipped without matplotlib): latency/recall vs selectivity, recall vs budget."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    written: list[str] = []
+    speed = results.get("speed")
+    if speed:
+        sels = [s * 100 for s in SELECTIVITIES]
+        keys = [cell_key(s) for s in SELECTIVITIES]
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
+        for b in speed.get("backends", []):
+            if "cells" not in b:
+                continue
+            ax1.plot(sels, [b["cells"][k]["p50_ms"] for k in keys], marker="o", linewidth=2, label=f"{b['backend']} (backend)")
+            ax2.plot(sels, [b["cells"][k]["recall"] for k in keys], marker="o", linewidth=2, label=f"{b['backend']} (backend)")
+        for name, raw in speed.get("raw", {}).items():
+            if not raw.get("available"):
+                continue
+            for method, cells in raw["methods"].items():
+                if not all(k in cells for k in keys):
+                    continue
+                ax1.plot(sels, [cells[k]["p50_ms"] for k in keys], linestyle="--", marker=".", label=f"raw {name} {method}")
+                ax2.plot(sels, [cells[k]["recall"] for k in keys], linestyle="--", marker=".", label=f"raw {name} {method}")
+        for ax in (ax1, ax2):
+            ax.set_xscale("log")
+            ax.set_xlabel("scope selectivity (% of rows)")
+            ax.grid(True, which="both", alpha=0.3)
+        ax1.set_yscale("log")
+        ax1.set_ylabel("p50 latency (ms)")
+        ax1.set_title(f"Scoped vector search, n={speed['n']:,}")
+        ax2.set_ylabel("recall@10 vs exact")
+        ax2.set_ylim(-0.02, 1.02)
+        ax2.set_title("Recall@10")
+        ax2.legend(fontsize=7, loc="lower right")
+        fig.tight_layout()
+        path = out_dir / "latency_vs_selectivity.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(str(path))
+    quality = results.get("quality")
+    if quality:
+        budgets = quality["budgets"]
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
+        for method, res in quality["methods"].items():
+            ax1.plot(budgets, [res["budgets"][str(b)]["evidence_recall"] for b in budgets], marker="o", label=method)
+            ax2.plot(budgets, [res["budgets"][str(b)]["all_evidence_hit_rate"] for b in budgets], marker="o", label=method)
+        for ax, title in ((ax1, "Evidence recall"), (ax2, "All-evidence hit rate")):
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(budgets, [str(b) for b in budgets])
+            ax.set_xlabel("prompt budget (tokens)")
+            ax.set_ylim(-0.02, 1.02)
+            ax.set_title(f"{title} ({quality['embedder']} embedder)")
+            ax.grid(True, alpha=0.3)
+        ax2.legend(fontsize=8, loc="lower right")
+        fig.tight_layout()
+        path = out_dir / "recall_vs_budget.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(str(path))
+    return written
+
+
+def write_outputs(results: dict[str, Any], out_dir: Path, *, plots: bool = True) -> dict[str, str]:
+    """results.json, report.md and the plots into ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    add_ratios(results)
+    pngs = make_plots(results, out_dir) if plots else []
+    json_path = out_dir / "results.json"
+    json_path.write_text(json.dumps(results, indent=2, default=_json_default) + "\n", encoding="utf-8")
+    md_path = out_dir / "report.md"
+    md_path.write_text(render_markdown(results, pngs), encoding="utf-8")
+    return {"json": str(json_path), "markdown": str(md_path), **{Path(p).stem: p for p in pngs}}
+
+
+def _json_default(value: Any) -> Any:
+    try:
+        import numpy as np
+
+        if isinstance(value, np.generic):
+            return value.item()
+        if isinstance(value, np.ndarray):
+            return value.tolist()
+    except ImportError:
+        pass
+    return str(value)
