@@ -148,6 +148,48 @@ class Columns:
         self.total_tokens = int(self.ntok[:n].sum())
         self.n = n
 
+    _ARRAYS = ("labels", "rtype", "user", "agent", "thread", "status", "expires", "seq", "ntok")
+
+    def snapshot_arrays(self) -> dict[str, np.ndarray]:
+        """The columns as arrays for a snapshot (strings NUL-joined: ids and JSON cannot hold
+        NUL, validation refuses it)."""
+        n = self.n
+        codes = [""] * len(self.codes)
+        for text, code in self.codes.items():
+            codes[code - 1] = text
+        out = {name: getattr(self, name)[:n] for name in self._ARRAYS}
+        out["rids"] = _pack(self.rids)
+        out["meta"] = _pack([m or "" for m in self.meta])
+        out["codes"] = _pack(codes)
+        out["codes_count"] = np.array([len(codes)], np.int64)
+        return out
+
+    @classmethod
+    def from_snapshot(cls, dimension: int, arrays: dict[str, np.ndarray], vectors: np.ndarray) -> Columns:
+        """Columns rebuilt from ``snapshot_arrays`` output and the matching vectors."""
+        n = len(arrays["labels"])
+        cols = cls(dimension, capacity=int(n * 1.25) + 16)
+        rids = _unpack(arrays["rids"], n)
+        meta = _unpack(arrays["meta"], n)
+        if len(rids) != n or len(meta) != n or vectors.shape[0] != n:
+            raise ValueError("snapshot columns disagree in length")
+        for name in cls._ARRAYS:
+            column = arrays[name]
+            if len(column) != n:
+                raise ValueError(f"snapshot column {name} has {len(column)} rows, not {n}")
+            getattr(cols, name)[:n] = column
+        cols.vectors[:n] = vectors
+        cols.rids = rids
+        cols.meta = [m or None for m in meta]
+        cols.codes = {text: i + 1 for i, text in enumerate(_unpack(arrays["codes"], int(arrays["codes_count"][0])))}
+        cols.slot_of = dict(zip(rids, range(n)))
+        if n:
+            cols._reserve_label(int(cols.labels[:n].max()))
+            cols.label_slot[cols.labels[:n]] = np.arange(n)
+        cols.total_tokens = int(cols.ntok[:n].sum())
+        cols.n = n
+        return cols
+
     def add(self, rows: Sequence[VectorRow]) -> np.ndarray:
         """Append ``rows`` (their record ids must be new); return their slots."""
         self._reserve(len(rows))
@@ -285,6 +327,14 @@ class Columns:
             (round(float(dist[i]), 6), rids[int(slots[i])], int(slots[i]), float(dist[i])) for i in keep
         )
         return [(slot, d) for _, _, slot, d in ranked[:k]]
+
+
+def _pack(texts: list[str]) -> np.ndarray:
+    return np.frombuffer("\x00".join(texts).encode("utf-8"), dtype=np.uint8).copy()
+
+
+def _unpack(data: np.ndarray, count: int) -> list[str]:
+    return data.tobytes().decode("utf-8").split("\x00") if count else []
 
 
 def _isin(column: np.ndarray, codes: list[int]) -> np.ndarray:

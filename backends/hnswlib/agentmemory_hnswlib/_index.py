@@ -1,10 +1,11 @@
-"""The hnswlib index: growth, deletion, atomic snapshots and reconciliation with the records.
+"""The hnswlib index (growth, deletion, search) and its snapshots.
 
 Labels are SQLite ``vectors.label`` values (AUTOINCREMENT, never reused), so a label names one
-vector forever. A snapshot is a generation of two files, the index and the labels live in it,
-published by atomically replacing a small manifest; a crash mid-save leaves the previous
-generation in force. On open the snapshot is reconciled with the record store: vectors missing
-from it are added, vectors it holds that the store no longer has are marked deleted.
+vector forever. A snapshot is a *generation* of four files written after the fact and published
+by atomically replacing a small manifest: the index, its live labels, the in-memory columns and
+the unit vectors, plus the store transaction number they reflect. A crash mid-save leaves the
+previous generation in force. Opening loads the newest generation and catches up with the records
+committed after it (see ``HnswlibStore._load_state``).
 """
 
 from __future__ import annotations
@@ -20,20 +21,29 @@ from typing import Any
 import hnswlib
 import numpy as np
 
+from ._columns import Columns
+
 log = logging.getLogger(__name__)
 
 MANIFEST = "hnsw.manifest.json"
-FORMAT = 1
+FORMAT = 2
+_PARTS = {"index": "bin", "labels": "labels.npy", "columns": "cols.npz", "vectors": "vectors.npy"}
 
 
 @dataclass
 class ReconcileReport:
-    """What opening the index had to do to match the record store."""
+    """What opening had to do to match the record store.
+
+    ``source``: ``snapshot`` (columns and index loaded, then caught up with later commits),
+    ``records`` (columns read from SQLite, index snapshot reconciled by label sets) or
+    ``rebuild`` (no usable index snapshot: built from the records).
+    """
 
     loaded_generation: int | None
     rebuilt: bool
     added: int
     deleted: int
+    source: str = "snapshot"
 
 
 def _fsync_file(path: Path) -> None:
@@ -58,99 +68,54 @@ def _fsync_dir(path: Path) -> None:
 
 
 class VectorIndex:
-    """An hnswlib cosine index whose labels mirror the live ``vectors`` rows."""
+    """An hnswlib cosine index whose live labels mirror the ``vectors`` rows."""
 
-    def __init__(
-        self, directory: Path, dimension: int, *, M: int, ef_construction: int, num_threads: int
-    ) -> None:
-        self.directory = directory
+    def __init__(self, dimension: int, *, M: int, ef_construction: int, num_threads: int) -> None:
         self.dim = dimension
         self.M = M
         self.ef_construction = ef_construction
         self.num_threads = num_threads
-        self.index: Any = None
-        self.generation = 0
+        self.index: Any = self._new(0)
         self.unsaved = 0
         self._deleted = 0
         self._ef = -1
 
-    # ---- lifecycle ----------------------------------------------------------------------
     def _new(self, capacity: int) -> Any:
         index = hnswlib.Index(space="cosine", dim=self.dim)
         index.init_index(
-            max_elements=max(1024, capacity),
-            M=self.M,
-            ef_construction=self.ef_construction,
+            max_elements=max(1024, capacity), M=self.M, ef_construction=self.ef_construction,
             allow_replace_deleted=True,
         )
         self._ef = -1
         return index
 
-    def open(self, store_uid: str, labels: np.ndarray, vectors: np.ndarray) -> ReconcileReport:
-        """Load the newest snapshot and reconcile it with the live ``labels``/``vectors`` (the
-        record store's truth); rebuild from them when there is no usable snapshot."""
-        self._remove_orphans(keep=None)
-        manifest = self._read_manifest()
-        if manifest is not None and manifest.get("store_uid") == store_uid and manifest.get("dimension") == self.dim:
-            try:
-                report = self._load_and_reconcile(manifest, labels, vectors)
-                self._remove_orphans(keep=self.generation)
-                return report
-            except Exception as exc:  # noqa: BLE001 - any damage means: rebuild from the truth
-                log.warning("hnswlib snapshot %s unusable (%s); rebuilding from records", manifest, exc)
-        elif manifest is not None:
-            log.warning("hnswlib snapshot belongs to another store or dimension; rebuilding")
-        self.rebuild(labels, vectors)
-        self.generation = int(manifest.get("generation", 0)) if manifest else 0
-        self.unsaved = len(labels)  # a rebuilt, non-empty index is persisted at once
-        return ReconcileReport(None, True, len(labels), 0)
-
-    def _load_and_reconcile(
-        self, manifest: dict[str, Any], labels: np.ndarray, vectors: np.ndarray
-    ) -> ReconcileReport:
-        gen = int(manifest["generation"])
-        index_path = self.directory / manifest["index"]
-        labels_path = self.directory / manifest["labels"]
-        snap = np.load(labels_path, allow_pickle=False).astype(np.int64, copy=False)
+    def load(self, path: Path, live: int) -> None:
+        """Replace the graph by the saved one at ``path`` holding ``live`` undeleted elements."""
         index = hnswlib.Index(space="cosine", dim=self.dim)
-        index.load_index(str(index_path), max_elements=0, allow_replace_deleted=True)
-        if index.element_count < len(snap):
+        index.load_index(str(path), max_elements=0, allow_replace_deleted=True)
+        if int(index.element_count) < live:
             raise ValueError("index holds fewer elements than its label list")
         self.index = index
+        self._deleted = int(index.element_count) - live
         self._ef = -1
-        self._deleted = int(index.element_count) - len(snap)
-        to_delete = np.setdiff1d(snap, labels, assume_unique=True)
-        add_mask = ~np.isin(labels, snap, assume_unique=True)
-        self.delete([int(x) for x in to_delete])
-        added = int(add_mask.sum())
-        if added:
-            self.add(labels[add_mask], vectors[add_mask])
-        self.generation = gen
-        self.unsaved = len(to_delete) + added
-        return ReconcileReport(gen, False, added, len(to_delete))
 
     def rebuild(self, labels: np.ndarray, vectors: np.ndarray) -> None:
-        """A fresh index holding exactly ``labels`` (drops every tombstone)."""
+        """A fresh graph holding exactly ``labels`` (drops every tombstone)."""
         self.index = self._new(int(len(labels) * 1.25))
         self._deleted = 0
         if len(labels):
             self.index.add_items(vectors, labels, num_threads=self.num_threads)
         self.unsaved += len(labels)
 
-    def close(self) -> None:
-        """Forget the in-memory index (the caller saves first when it wants to)."""
-        self.index = None
-
-    # ---- updates --------------------------------------------------------------------------
-    @property
-    def live(self) -> int:
-        """Elements that are not marked deleted."""
-        return int(self.index.element_count) - self.deleted
-
     @property
     def deleted(self) -> int:
         """Tombstones in the graph (marked deleted, not yet reused)."""
         return self._deleted
+
+    @property
+    def element_count(self) -> int:
+        """Elements in the graph, tombstones included."""
+        return int(self.index.element_count)
 
     def add(self, labels: np.ndarray, vectors: np.ndarray) -> None:
         """Insert ``vectors`` under new ``labels``, reusing deleted slots and growing as needed."""
@@ -182,40 +147,73 @@ class VectorIndex:
         labels, distances = self.index.knn_query(query, k=k, num_threads=1)
         return labels[0].astype(np.int64, copy=False), distances[0]
 
-    # ---- snapshots --------------------------------------------------------------------------
-    def _read_manifest(self) -> dict[str, Any] | None:
+
+class Snapshots:
+    """The generations of snapshot files in a store directory."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.generation = 0
+
+    def manifest(self, store_uid: str, dimension: int) -> dict[str, Any] | None:
+        """The current manifest if it belongs to this store and dimension, else None."""
         path = self.directory / MANIFEST
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
-            log.warning("unreadable %s (%s); rebuilding the index", path, exc)
+            log.warning("unreadable %s (%s); ignoring the snapshot", path, exc)
             return None
         if not isinstance(data, dict) or data.get("format") != FORMAT:
+            log.warning("snapshot manifest %s has an unknown format; ignoring it", path)
+            return None
+        self.generation = max(self.generation, int(data.get("generation", 0)))
+        if data.get("store_uid") != store_uid or data.get("dimension") != dimension:
+            log.warning("snapshot in %s belongs to another store or dimension; ignoring it", self.directory)
             return None
         return data
 
-    def save(self, store_uid: str, labels: np.ndarray) -> None:
-        """Write a new snapshot generation (index + live labels) and publish it atomically."""
+    def path(self, manifest: dict[str, Any], part: str) -> Path:
+        """The file of ``part`` (index, labels, columns, vectors) in ``manifest``'s generation."""
+        return self.directory / str(manifest["files"][part])
+
+    def load_labels(self, manifest: dict[str, Any]) -> np.ndarray:
+        """The live labels of the snapshot's index."""
+        return np.load(self.path(manifest, "labels"), allow_pickle=False).astype(np.int64, copy=False)
+
+    def load_columns(self, manifest: dict[str, Any], dimension: int) -> Columns:
+        """The in-memory columns and vectors as they were at the snapshot."""
+        with np.load(self.path(manifest, "columns"), allow_pickle=False) as data:
+            arrays = {name: data[name] for name in data.files}
+        vectors = np.load(self.path(manifest, "vectors"), mmap_mode="r", allow_pickle=False)
+        if vectors.dtype != np.float32 or vectors.ndim != 2 or vectors.shape[1] != dimension:
+            raise ValueError(f"snapshot vectors have shape {vectors.shape} and type {vectors.dtype}")
+        return Columns.from_snapshot(dimension, arrays, vectors)
+
+    def save(self, store_uid: str, txn: int, index: VectorIndex, columns: Columns) -> None:
+        """Write generation g+1 (fsynced) and publish it by replacing the manifest atomically."""
         gen = self.generation + 1
-        index_name, labels_name = f"hnsw.{gen}.bin", f"hnsw.{gen}.labels.npy"
-        index_path, labels_path = self.directory / index_name, self.directory / labels_name
-        self.index.save_index(str(index_path))
-        _fsync_file(index_path)
-        with open(labels_path, "wb") as fh:
-            np.save(fh, np.ascontiguousarray(labels, dtype=np.int64), allow_pickle=False)
+        names = {part: f"hnsw.{gen}.{suffix}" for part, suffix in _PARTS.items()}
+        paths = {part: self.directory / name for part, name in names.items()}
+        index.index.save_index(str(paths["index"]))
+        _fsync_file(paths["index"])
+        n = columns.n
+        with open(paths["labels"], "wb") as fh:
+            np.save(fh, np.ascontiguousarray(columns.labels[:n]), allow_pickle=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+        with open(paths["columns"], "wb") as fh:
+            np.savez(fh, allow_pickle=False, **columns.snapshot_arrays())
+            fh.flush()
+            os.fsync(fh.fileno())
+        with open(paths["vectors"], "wb") as fh:
+            np.save(fh, columns.vectors[:n], allow_pickle=False)
             fh.flush()
             os.fsync(fh.fileno())
         manifest = {
-            "format": FORMAT,
-            "generation": gen,
-            "store_uid": store_uid,
-            "dimension": self.dim,
-            "space": "cosine",
-            "index": index_name,
-            "labels": labels_name,
-            "live": int(len(labels)),
+            "format": FORMAT, "generation": gen, "store_uid": store_uid, "dimension": columns.dim,
+            "space": "cosine", "txn": txn, "live": n, "files": names,
         }
         tmp = self.directory / f"{MANIFEST}.{uuid.uuid4().hex}.tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
@@ -225,10 +223,10 @@ class VectorIndex:
         os.replace(tmp, self.directory / MANIFEST)
         _fsync_dir(self.directory)
         self.generation = gen
-        self.unsaved = 0
-        self._remove_orphans(keep=gen)
+        index.unsaved = 0
+        self.remove_orphans(keep=gen)
 
-    def _remove_orphans(self, keep: int | None) -> None:
+    def remove_orphans(self, keep: int | None) -> None:
         """Delete snapshot files of other generations and stray temp files. With ``keep`` None,
         only temp files go (the manifest's generation is not known yet)."""
         for path in self.directory.glob("hnsw.*"):
@@ -245,7 +243,7 @@ class VectorIndex:
                 path.unlink(missing_ok=True)
 
     @staticmethod
-    def remove_files(directory: Path) -> None:
+    def remove_all(directory: Path) -> None:
         """Delete every snapshot file (RECREATE, dimension change)."""
         for path in directory.glob("hnsw.*"):
             path.unlink(missing_ok=True)

@@ -35,13 +35,15 @@ CREATE TABLE IF NOT EXISTS records (
     expires_at TEXT,
     expires_us INTEGER,
     status TEXT NOT NULL,
-    metadata TEXT NOT NULL
+    metadata TEXT NOT NULL,
+    rev INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS records_user ON records (user_id, seq);
 CREATE INDEX IF NOT EXISTS records_agent ON records (agent_id, seq);
 CREATE INDEX IF NOT EXISTS records_thread ON records (thread_id, seq);
 CREATE INDEX IF NOT EXISTS records_type ON records (record_type, seq);
 CREATE INDEX IF NOT EXISTS records_expires ON records (expires_us) WHERE expires_us IS NOT NULL;
+CREATE INDEX IF NOT EXISTS records_rev ON records (rev);
 CREATE TABLE IF NOT EXISTS vectors (
     label INTEGER PRIMARY KEY AUTOINCREMENT,
     record_id TEXT NOT NULL UNIQUE,

@@ -53,7 +53,7 @@ from agentmemory.spi import (
 
 from . import _sql
 from ._columns import Columns, VectorRow, to_us, unit
-from ._index import VectorIndex
+from ._index import ReconcileReport, Snapshots, VectorIndex
 
 try:  # POSIX advisory locks; elsewhere the single-process rule is documented, not enforced
     import fcntl
@@ -174,6 +174,8 @@ class HnswlibStore(MemoryStore):
         self._lock_fd: int | None = None
         self._cols: Columns | None = None
         self._index: VectorIndex | None = None
+        self._snaps = Snapshots(self._directory)
+        self._txn = 0
         self._store_uid = ""
         self._seq = 0
         self._broken: str | None = None
@@ -229,9 +231,9 @@ class HnswlibStore(MemoryStore):
                 extra={
                     "records": records,
                     "vectors": self._cols.n,
-                    "index_elements": int(self._index.index.element_count),
+                    "index_elements": self._index.element_count,
                     "index_tombstones": self._index.deleted,
-                    "index_generation": self._index.generation,
+                    "index_generation": self._snaps.generation,
                     "unsaved_index_changes": self._index.unsaved,
                     "ef_search": self._ef_search,
                 },
@@ -285,7 +287,7 @@ class HnswlibStore(MemoryStore):
         if schema_policy is SchemaPolicy.RECREATE:
             for suffix in ("", "-wal", "-shm", "-journal"):
                 Path(str(db_path) + suffix).unlink(missing_ok=True)
-            VectorIndex.remove_files(self._directory)
+            Snapshots.remove_all(self._directory)
         try:
             con = sqlite3.connect(str(db_path), isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
@@ -332,14 +334,14 @@ class HnswlibStore(MemoryStore):
                 con.executemany(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
                     [("schema_version", str(_sql.SCHEMA_VERSION)), ("dimension", str(dimension)),
-                     ("seq", "0"), ("store_uid", uid)],
+                     ("seq", "0"), ("txn", "0"), ("store_uid", uid)],
                 )
                 con.execute("COMMIT")
             except BaseException:
                 if con.in_transaction:
                     con.execute("ROLLBACK")
                 raise
-            VectorIndex.remove_files(self._directory)
+            Snapshots.remove_all(self._directory)
             meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
         if meta["schema_version"] != str(_sql.SCHEMA_VERSION):
             raise Conflict(
@@ -351,34 +353,99 @@ class HnswlibStore(MemoryStore):
             if con.execute("SELECT EXISTS (SELECT 1 FROM vectors)").fetchone()[0]:
                 raise Conflict(f"store holds {stored_dim}-d vectors, not {dimension}-d")
             con.execute("UPDATE meta SET value = ? WHERE key = 'dimension'", (str(dimension),))
-            VectorIndex.remove_files(self._directory)
+            Snapshots.remove_all(self._directory)
         self._seq = int(meta["seq"])
+        self._txn = int(meta["txn"])
         self._store_uid = meta["store_uid"]
 
     def _load_state(self, dimension: int) -> None:
-        """Rebuild the columns from SQLite and reconcile the index with them."""
+        """Bring up the columns and the index: from the newest snapshot caught up with the
+        commits after it (fast), else from the records with the index reconciled or rebuilt."""
+        snaps = Snapshots(self._directory)
+        snaps.remove_orphans(keep=None)
+        manifest = snaps.manifest(self._store_uid, dimension)
+        state = None
+        if manifest is not None:
+            try:
+                state = self._open_from_snapshot(snaps, manifest, dimension)
+            except Exception as exc:  # noqa: BLE001 - any damage: fall back to the records
+                log.warning("snapshot %s of %s unusable (%s); reading the records", manifest.get("generation"),
+                            self._directory, exc)
+        if state is None:
+            try:
+                state = self._open_from_records(snaps, manifest, dimension)
+            except sqlite3.Error as exc:
+                raise BackendUnavailable(f"cannot read {self._directory / DB_FILE}: {exc}") from exc
+        self._cols, self._index, self.last_reconcile = state
+        self._snaps = snaps
+        snaps.remove_orphans(keep=snaps.generation if manifest is not None else None)
+        if self._index.unsaved or (self.last_reconcile.source != "snapshot" and self._cols.n):
+            self._checkpoint(force=True)  # so that the next open takes the fast path
+
+    def _new_index(self, dimension: int) -> VectorIndex:
+        return VectorIndex(dimension, M=self._M, ef_construction=self._ef_construction, num_threads=self._num_threads)
+
+    def _open_from_snapshot(
+        self, snaps: Snapshots, manifest: dict[str, Any], dimension: int
+    ) -> tuple[Columns, VectorIndex, ReconcileReport]:
         con = self._con
         assert con is not None
-        try:
-            rows = con.execute(_sql.VECTOR_ROW_SQL + " ORDER BY v.label").fetchall()
-        except sqlite3.Error as exc:
-            raise BackendUnavailable(f"cannot read {self._directory / DB_FILE}: {exc}") from exc
+        cols = snaps.load_columns(manifest, dimension)
+        index = self._new_index(dimension)
+        index.load(snaps.path(manifest, "index"), cols.n)
+        # Catch up: labels gone from the records are dropped; rows changed after the snapshot's
+        # transaction are refreshed or added. Labels are never reused, so this is exact.
+        db_labels = np.fromiter((row[0] for row in con.execute("SELECT label FROM vectors")), np.int64)
+        gone = np.setdiff1d(cols.labels[: cols.n], db_labels)
+        index.delete([cols.remove(cols.rids[int(cols.label_slot[label])]) for label in gone])
+        rows = con.execute(
+            _sql.VECTOR_ROW_SQL + " WHERE r.rev > ? ORDER BY v.label", (int(manifest["txn"]),)
+        ).fetchall()
+        fresh = []
+        for row in rows:
+            vrow = VectorRow(*row)
+            if cols.label_of(vrow.record_id) == vrow.label:
+                cols.update(vrow)
+            else:
+                fresh.append(vrow)
+        slots = cols.add(fresh)
+        index.add(cols.labels[slots], cols.vectors[slots])
+        if len(db_labels) != cols.n or not np.array_equal(np.sort(db_labels), np.sort(cols.labels[: cols.n])):
+            raise ValueError("snapshot and records disagree after catching up")
+        index.unsaved = len(gone) + len(fresh)
+        return cols, index, ReconcileReport(int(manifest["generation"]), False, len(fresh), len(gone), "snapshot")
+
+    def _open_from_records(
+        self, snaps: Snapshots, manifest: dict[str, Any] | None, dimension: int
+    ) -> tuple[Columns, VectorIndex, ReconcileReport]:
+        con = self._con
+        assert con is not None
+        rows = con.execute(_sql.VECTOR_ROW_SQL + " ORDER BY v.label").fetchall()
         cols = Columns(dimension, capacity=int(len(rows) * 1.25) + 16)
         cols.load(rows)
-        index = VectorIndex(
-            self._directory, dimension, M=self._M, ef_construction=self._ef_construction,
-            num_threads=self._num_threads,
-        )
-        n = cols.n
-        self.last_reconcile = index.open(self._store_uid, cols.labels[:n], cols.vectors[:n])
-        self._cols, self._index = cols, index
-        if index.unsaved:
-            self._checkpoint(force=True)
+        labels, vectors = cols.labels[: cols.n], cols.vectors[: cols.n]
+        index = self._new_index(dimension)
+        if manifest is not None:
+            try:
+                snap = snaps.load_labels(manifest)
+                index.load(snaps.path(manifest, "index"), len(snap))
+                gone = np.setdiff1d(snap, labels)
+                missing = ~np.isin(labels, snap)
+                index.delete([int(label) for label in gone])
+                index.add(labels[missing], vectors[missing])
+                index.unsaved = len(gone) + int(missing.sum())
+                report = ReconcileReport(int(manifest["generation"]), False, int(missing.sum()), len(gone), "records")
+                return cols, index, report
+            except Exception as exc:  # noqa: BLE001
+                log.warning("index snapshot of %s unusable (%s); rebuilding it", self._directory, exc)
+                index = self._new_index(dimension)
+        index.rebuild(labels, vectors)
+        return cols, index, ReconcileReport(None, True, cols.n, 0, "rebuild")
 
     def _close(self) -> None:
         with self._lock:
             try:
-                if self._index is not None and self._index.index is not None and self._index.unsaved:
+                if self._index is not None and self._cols is not None and self._index.unsaved:
                     self._checkpoint(force=True)
             finally:
                 self._release()
@@ -388,8 +455,6 @@ class HnswlibStore(MemoryStore):
             with contextlib.suppress(sqlite3.Error):
                 self._con.close()
             self._con = None
-        if self._index is not None:
-            self._index.close()
         self._index = None
         self._cols = None
         if self._lock_fd is not None:
@@ -420,7 +485,7 @@ class HnswlibStore(MemoryStore):
         if not force and index.unsaved < max(self._checkpoint_min, self._checkpoint_ratio * cols.n):
             return
         try:
-            index.save(self._store_uid, cols.labels[: cols.n])
+            self._snaps.save(self._store_uid, self._txn, index, cols)
         except OSError as exc:  # the records are safe in SQLite; the next open reconciles
             log.warning("could not snapshot the hnswlib index in %s: %s", self._directory, exc)
 
@@ -440,7 +505,8 @@ class HnswlibStore(MemoryStore):
             try:
                 con.execute("BEGIN IMMEDIATE")
                 try:
-                    added, seq = self._apply(con, batch, touched)
+                    txn = self._txn + 1
+                    added, seq = self._apply(con, batch, touched, txn)
                     con.execute("COMMIT")
                 except BaseException:
                     if con.in_transaction:
@@ -448,20 +514,22 @@ class HnswlibStore(MemoryStore):
                     raise
             except sqlite3.Error as exc:
                 raise _backend_error(exc) from exc
-            self._seq = seq
+            self._seq, self._txn = seq, txn
             self._sync_memory(touched)
             return added
 
     def _apply(
-        self, con: sqlite3.Connection, batch: WriteBatch, touched: set[str]
+        self, con: sqlite3.Connection, batch: WriteBatch, touched: set[str], txn: int
     ) -> tuple[list[Record], int]:
+        """Apply ``batch`` in SPI order inside the open transaction number ``txn``; every
+        record it adds or patches is stamped ``rev = txn`` (what a snapshot has not seen)."""
         seq = self._seq
         added: list[Record] = []
         for item in batch.add:
             seq += 1
-            added.append(self._insert(con, item, seq, touched))
+            added.append(self._insert(con, item, seq, touched, txn))
         for patch in batch.patch:
-            self._patch(con, patch, touched)
+            self._patch(con, patch, touched, txn)
         for link_id in batch.delete_links:
             if con.execute("DELETE FROM links WHERE link_id = ?", (link_id,)).rowcount == 0:
                 raise NotFound("link", link_id)
@@ -475,21 +543,24 @@ class HnswlibStore(MemoryStore):
             touched.add(rid)
         if seq != self._seq:
             con.execute("UPDATE meta SET value = ? WHERE key = 'seq'", (str(seq),))
+        con.execute("UPDATE meta SET value = ? WHERE key = 'txn'", (str(txn),))
         return added, seq
 
-    def _insert(self, con: sqlite3.Connection, item: NewRecord, seq: int, touched: set[str]) -> Record:
+    def _insert(
+        self, con: sqlite3.Connection, item: NewRecord, seq: int, touched: set[str], txn: int
+    ) -> Record:
         rec = item.record
         try:
             con.execute(
                 "INSERT INTO records (record_id, record_type, content, user_id, agent_id, thread_id, "
-                "role, seq, timestamp, created_at, expires_at, expires_us, status, metadata) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "role, seq, timestamp, created_at, expires_at, expires_us, status, metadata, rev) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     rec.record_id, rec.record_type.value, rec.content, rec.user_id, rec.agent_id,
                     rec.thread_id, rec.role, seq, rec.timestamp.isoformat(), rec.created_at.isoformat(),
                     None if rec.expires_at is None else rec.expires_at.isoformat(),
                     None if rec.expires_at is None else to_us(rec.expires_at),
-                    rec.status.value, _sql.dumps(rec.metadata),
+                    rec.status.value, _sql.dumps(rec.metadata), txn,
                 ),
             )
         except sqlite3.IntegrityError:
@@ -513,13 +584,13 @@ class HnswlibStore(MemoryStore):
             con.execute("DELETE FROM vectors WHERE label = ?", row)
             con.execute("DELETE FROM fts WHERE rowid = ?", row)
 
-    def _patch(self, con: sqlite3.Connection, patch: RecordPatch, touched: set[str]) -> None:
+    def _patch(self, con: sqlite3.Connection, patch: RecordPatch, touched: set[str], txn: int) -> None:
         rid = patch.record_id
         row = con.execute("SELECT content FROM records WHERE record_id = ?", (rid,)).fetchone()
         if row is None:
             raise NotFound("record", rid)
-        sets: list[str] = []
-        params: list[Any] = []
+        sets: list[str] = ["rev = ?"]
+        params: list[Any] = [txn]
         if isinstance(patch.content, str):
             sets.append("content = ?")
             params.append(patch.content)
@@ -536,8 +607,7 @@ class HnswlibStore(MemoryStore):
             exp = patch.expires_at
             sets.append("expires_at = ?, expires_us = ?")
             params.extend([None, None] if exp is None else [exp.isoformat(), to_us(exp)])
-        if sets:
-            con.execute(f"UPDATE records SET {', '.join(sets)} WHERE record_id = ?", (*params, rid))
+        con.execute(f"UPDATE records SET {', '.join(sets)} WHERE record_id = ?", (*params, rid))
         content: str = patch.content if isinstance(patch.content, str) else row[0]
         if patch.vector is UNSET:
             if isinstance(patch.content, str):

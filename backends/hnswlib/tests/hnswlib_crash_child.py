@@ -13,7 +13,7 @@ import sys
 import numpy as np
 from agentmemory_hnswlib import HnswlibStore
 
-from agentmemory.records import Record, RecordType
+from agentmemory.records import Record, RecordStatus, RecordType
 from agentmemory.spi import NewRecord, RecordPatch, WriteBatch
 
 DIM = 16
@@ -29,8 +29,9 @@ def vector(i: int, j: int, version: int = 0) -> np.ndarray:
 
 
 def batch(i: int) -> tuple[WriteBatch, dict[str, np.ndarray], list[str]]:
-    """Batch ``i``: 25 adds; from batch 6 on also a vector patch of a record of batch i-1 and
-    deletes of two records of batch i-6 (all taken by a snapshot in "snapshot-once" mode)."""
+    """Batch ``i``: 25 adds; from batch 6 on also a vector patch of a record of batch i-1, a
+    status + metadata patch of one of batch i-6 and deletes of two more of batch i-6 (batches
+    up to 5 are in the snapshot in "snapshot-once" mode)."""
     from datetime import datetime, timezone
 
     t0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
@@ -54,6 +55,7 @@ def batch(i: int) -> tuple[WriteBatch, dict[str, np.ndarray], list[str]]:
         rid = f"r{i - 1}_1"
         vectors[rid] = vector(i - 1, 1, version=1)
         patches.append(RecordPatch(rid, vector=vectors[rid], content=f"patched in batch {i}"))
+        patches.append(RecordPatch(f"r{i - 6}_4", status=RecordStatus.INVALID, metadata={"patched_in": i}))
         deletes = [f"r{i - 6}_2", f"r{i - 6}_3"]
     return WriteBatch(add=adds, patch=patches, delete=deletes), vectors, deletes
 

@@ -18,6 +18,7 @@ import pytest
 from agentmemory_hnswlib import HnswlibStore
 from hnswlib_testutil import add_all, clustered, make_record
 
+from agentmemory.records import RecordStatus
 from agentmemory.spi import RecordFilter, WriteBatch
 
 CHILD = Path(child.__file__)
@@ -64,8 +65,19 @@ def _check_store(store: HnswlibStore, last_reported: int) -> dict[str, np.ndarra
     ids = {r.record_id for r in store.query(RecordFilter())}
     in_flight = f"r{last_reported + 1}_0" in ids
     assert f"r{last_reported + 2}_0" not in ids
-    expected = _expected(last_reported + (1 if in_flight else 0))
+    applied = last_reported + (1 if in_flight else 0)
+    expected = _expected(applied)
     assert ids == set(expected), "committed records lost or uncommitted ones present"
+    invalid = {f"r{i - 6}_4": i for i in range(child.SNAPSHOT_AFTER + 1, applied + 1)}
+    for rec in store.query(RecordFilter()):
+        assert (rec.status is RecordStatus.INVALID) == (rec.record_id in invalid)
+        assert rec.metadata == ({"patched_in": invalid[rec.record_id]} if rec.record_id in invalid else {})
+    only_invalid = RecordFilter(statuses=frozenset({RecordStatus.INVALID}))
+    for rid in invalid:  # the in-memory scope columns caught up with the status patches
+        assert store.vector_search(expected[rid], only_invalid, 1)[0].record.record_id == rid
+        assert store.vector_search(expected[rid], RecordFilter(metadata_filter={"patched_in": invalid[rid]}), 5)[
+            0
+        ].record.record_id == rid
     extra = store.info().extra
     assert extra["vectors"] == len(expected)
     assert extra["index_elements"] - extra["index_tombstones"] == len(expected)
@@ -92,6 +104,7 @@ def test_sigkill_mid_ingest_loses_no_committed_record(tmp_path: Path, mode: str)
             # The only snapshot was taken after batch 5: later adds must be re-added and the
             # deletes/patches of its vectors marked deleted.
             assert report.loaded_generation is not None and not report.rebuilt
+            assert report.source == "snapshot"
             assert report.added > 0 and report.deleted > 0
         _check_store(store, last)
     finally:
@@ -142,11 +155,26 @@ def test_corrupt_snapshot_rebuilds_from_records(tmp_path: Path) -> None:
     path = tmp_path / "db"
     ids, vectors = _populated(path)
     manifest = json.loads((path / "hnsw.manifest.json").read_text())
-    index_file = path / manifest["index"]
+    index_file = path / manifest["files"]["index"]
     index_file.write_bytes(index_file.read_bytes()[:1000])  # truncated, as by a crash mid-copy
     store = _assert_searchable(path, ids, vectors)
     assert store.last_reconcile.rebuilt
     store.close()
+
+
+def test_damaged_column_snapshot_falls_back_to_the_records(tmp_path: Path) -> None:
+    """The columns come from SQLite, the index snapshot is still used (no rebuild)."""
+    path = tmp_path / "db"
+    ids, vectors = _populated(path)
+    manifest = json.loads((path / "hnsw.manifest.json").read_text())
+    (path / manifest["files"]["columns"]).write_bytes(b"not a zip file")
+    store = _assert_searchable(path, ids, vectors)
+    report = store.last_reconcile
+    assert report.source == "records" and not report.rebuilt and (report.added, report.deleted) == (0, 0)
+    store.close()
+    again = _assert_searchable(path, ids, vectors)  # the close wrote a good snapshot again
+    assert again.last_reconcile.source == "snapshot"
+    again.close()
 
 
 def test_half_written_next_generation_is_ignored(tmp_path: Path) -> None:
