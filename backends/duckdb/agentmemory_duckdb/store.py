@@ -207,6 +207,7 @@ class DuckDBStore(MemoryStore):
         self._vidx: IndexState | None = None
         self._fts: IndexState | None = None
         self._ef_current: int | None = None
+        self._loaded: set[str] = set()
         # approximate change counters that decide when to rebuild (exact ones are in SQL)
         self._n_vectors = 0
         self._vec_changes = 0
@@ -274,11 +275,23 @@ class DuckDBStore(MemoryStore):
         con = self._connect()
         try:
             with _mapped_errors():
-                con.execute("LOAD vss")
-                con.execute("LOAD fts")
+                self._loaded = set()
+                tables = {
+                    name
+                    for (name,) in con.execute(
+                        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+                        "AND schema_name = 'main' AND table_name LIKE 'am\\_%' ESCAPE '\\' UNION ALL "
+                        "SELECT substr(schema_name, 10) FROM duckdb_schemas() WHERE database_name = current_database() "
+                        "AND schema_name LIKE 'fts\\_main\\_am\\_fts\\_%' ESCAPE '\\'"
+                    ).fetchall()
+                }
+                # vss/fts cost ~0.25 s to load per database: load them only when the file holds
+                # one of their snapshot tables (vss must be loaded before an HNSW table is touched)
+                if any(t.startswith("am_vidx_") for t in tables):
+                    self._load_extension(con, "vss")
+                if any(t.startswith("am_fts_") for t in tables):
+                    self._load_extension(con, "fts")
                 con.execute("SET disabled_optimizers = 'late_materialization'")
-                if not self._memory:
-                    con.execute("SET hnsw_enable_experimental_persistence = true")
                 con.create_function(
                     self._udf,
                     metadata_udf,
@@ -287,8 +300,8 @@ class DuckDBStore(MemoryStore):
                     type=duckdb.func.ARROW,
                     side_effects=False,
                 )
-                self._prepare_schema(con, dimension, schema_policy)
-                self._load_state(con)
+                self._prepare_schema(con, dimension, schema_policy, _schema.META_TABLE in tables)
+                self._load_state(con, tables)
         except BaseException:
             con.close()
             raise
@@ -326,14 +339,7 @@ class DuckDBStore(MemoryStore):
                 ) from exc
             raise BackendUnavailable(f"cannot open DuckDB database {target}: {message}") from exc
 
-    def _prepare_schema(self, con: duckdb.DuckDBPyConnection, dimension: int, policy: SchemaPolicy) -> None:
-        has_meta = bool(
-            con.execute(
-                "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
-                "AND schema_name = 'main' AND table_name = ?",
-                [_schema.META_TABLE],
-            ).fetchone()[0]  # type: ignore[index]
-        )
+    def _prepare_schema(self, con: duckdb.DuckDBPyConnection, dimension: int, policy: SchemaPolicy, has_meta: bool) -> None:
         where = ":memory:" if self._memory else str(self._path)
         if policy is SchemaPolicy.RECREATE or not has_meta:
             if policy is SchemaPolicy.REQUIRE_EXISTING:
@@ -344,7 +350,8 @@ class DuckDBStore(MemoryStore):
             if self._read_only:
                 raise BackendUnavailable(f"{where} holds no agentmemory schema and is opened read_only")
             with _transaction(con):
-                _schema.drop_all(con)
+                if policy is SchemaPolicy.RECREATE:
+                    _schema.drop_all(con)
                 _schema.create_base(con, dimension)
                 _schema.migrate(con, 0, dimension)
             return
@@ -370,38 +377,23 @@ class DuckDBStore(MemoryStore):
             with _transaction(con):
                 _schema.migrate(con, version, dimension)
 
-    def _load_state(self, con: duckdb.DuckDBPyConnection) -> None:
+    def _load_state(self, con: duckdb.DuckDBPyConnection, tables: set[str]) -> None:
         meta = dict(con.execute(f"SELECT key, value FROM {_schema.META_TABLE}").fetchall())
         self._vidx = _index_state(meta, "vidx")
         self._fts = _index_state(meta, "fts")
         if not self._read_only:
-            self._drop_orphans(con)
-        self._n_vectors = int(con.execute("SELECT count(vec) FROM am_records").fetchone()[0])  # type: ignore[index]
-        self._vec_changes = self._doc_changes = 0
-        for kind, state in (("vec", self._vidx), ("doc", self._fts)):
-            watermark = 0 if state is None else state.watermark
-            (stale,) = con.execute(  # type: ignore[misc]
-                "SELECT count(*) FROM am_records WHERE vec IS NOT NULL AND ver > ?", [watermark]
-            ).fetchone()
-            if kind == "vec":
-                self._vec_changes, self._vec_changes_at_build = int(stale), 0
-            else:
-                self._doc_changes, self._doc_changes_at_build = int(stale), 0
-
-    def _drop_orphans(self, con: duckdb.DuckDBPyConnection) -> None:
-        """Drop snapshot tables a crash left behind (built but never made current)."""
-        current = {s.table for s in (self._vidx, self._fts) if s is not None}
-        tables = [
-            t
-            for (t,) in con.execute(
-                "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
-                "AND schema_name = 'main' AND (table_name LIKE 'am\\_vidx\\_%' ESCAPE '\\' "
-                "OR table_name LIKE 'am\\_fts\\_%' ESCAPE '\\')"
-            ).fetchall()
-        ]
-        for table in tables:
-            if table not in current:
-                _drop_snapshot(con, table)
+            # snapshot tables a crash left behind (built, never made current)
+            current = {s.table for s in (self._vidx, self._fts) if s is not None}
+            for table in sorted(tables):
+                if table.startswith(("am_vidx_", "am_fts_")) and table not in current:
+                    _drop_snapshot(con, table)
+        n_vectors, vec_stale, doc_stale = con.execute(  # type: ignore[misc]
+            "SELECT count(vec), count(vec) FILTER (WHERE ver > ?), count(vec) FILTER (WHERE ver > ?) FROM am_records",
+            [0 if self._vidx is None else self._vidx.watermark, 0 if self._fts is None else self._fts.watermark],
+        ).fetchone()
+        self._n_vectors = int(n_vectors)
+        self._vec_changes, self._vec_changes_at_build = int(vec_stale), 0
+        self._doc_changes, self._doc_changes_at_build = int(doc_stale), 0
 
     def _close(self) -> None:
         self._stop.set()
@@ -524,8 +516,10 @@ class DuckDBStore(MemoryStore):
                 vec_count -= 1
                 vec_changes += 1
                 doc_changes += 1
-        con.execute("UPDATE am_meta SET value = ? WHERE key = 'seq'", [str(seq)])
-        con.execute("UPDATE am_meta SET value = ? WHERE key = 'ver'", [str(ver)])
+        con.execute(
+            "UPDATE am_meta SET value = CASE key WHEN 'seq' THEN ? ELSE ? END WHERE key IN ('seq', 'ver')",
+            [str(seq), str(ver)],
+        )
         return added, vec_changes, doc_changes, vec_count
 
     def _add_link(self, con: duckdb.DuckDBPyConnection, link: Link) -> None:
@@ -842,10 +836,28 @@ class DuckDBStore(MemoryStore):
 
     def _new_cursor(self) -> duckdb.DuckDBPyConnection:
         with self._lock:
-            cursor = self._conn().cursor()
+            con = self._conn()
+            self._load_extension(con, "vss")
+            self._load_extension(con, "fts")
+            cursor = con.cursor()
         if not self._memory:
             cursor.execute("SET hnsw_enable_experimental_persistence = true")
         return cursor
+
+    def _load_extension(self, con: duckdb.DuckDBPyConnection, name: str) -> None:
+        """``LOAD`` a bundled extension once per store, from the offline extension directory."""
+        if name in self._loaded:
+            return
+        try:
+            con.execute(f"LOAD {ident(name)}")
+        except duckdb.Error as exc:
+            raise BackendUnavailable(
+                f"cannot load the DuckDB {name} extension offline ({exc}); install it with: "
+                f"pip install duckdb-ext-{name}=={duckdb.__version__}.*"
+            ) from exc
+        if name == "vss" and not self._memory:
+            con.execute("SET hnsw_enable_experimental_persistence = true")
+        self._loaded.add(name)
 
     def _build(self, cursor: duckdb.DuckDBPyConnection, job: str) -> None:
         """Build one snapshot index on ``cursor`` (autocommit, so foreground writes are not
