@@ -396,7 +396,9 @@ class HnswlibStore(MemoryStore):
         # Catch up: labels gone from the records are dropped; rows changed after the snapshot's
         # transaction are refreshed or added. Labels are never reused, so this is exact.
         db_labels = np.fromiter((row[0] for row in con.execute("SELECT label FROM vectors")), np.int64)
-        gone = np.setdiff1d(cols.labels[: cols.n], db_labels)
+        in_db = np.zeros(max(int(db_labels.max(initial=0)), int(cols.labels[: cols.n].max(initial=0))) + 1, bool)
+        in_db[db_labels] = True
+        gone = cols.labels[: cols.n][~in_db[cols.labels[: cols.n]]].copy()
         index.delete([cols.remove(cols.rids[int(cols.label_slot[label])]) for label in gone])
         rows = con.execute(
             _sql.VECTOR_ROW_SQL + " WHERE r.rev > ? ORDER BY v.label", (int(manifest["txn"]),)
@@ -410,7 +412,8 @@ class HnswlibStore(MemoryStore):
                 fresh.append(vrow)
         slots = cols.add(fresh)
         index.add(cols.labels[slots], cols.vectors[slots])
-        if len(db_labels) != cols.n or not np.array_equal(np.sort(db_labels), np.sort(cols.labels[: cols.n])):
+        # Labels are unique on both sides: equal counts and inclusion mean equal sets.
+        if len(db_labels) != cols.n or not in_db[cols.labels[: cols.n]].all():
             raise ValueError("snapshot and records disagree after catching up")
         index.unsaved = len(gone) + len(fresh)
         return cols, index, ReconcileReport(int(manifest["generation"]), False, len(fresh), len(gone), "snapshot")
