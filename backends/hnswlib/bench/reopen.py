@@ -12,6 +12,7 @@ import os
 import time
 from pathlib import Path
 
+import numpy as np
 from agentmemory_hnswlib import HnswlibStore
 
 from agentmemory.spi import RecordFilter
@@ -31,7 +32,7 @@ def main() -> None:
         opened_wall, opened_cpu = time.perf_counter() - wall, time.process_time() - cpu
         count = store.info().extra["vectors"]
         t = time.perf_counter()
-        store.vector_search([1.0] * args.dim, RecordFilter(), 10)
+        store.vector_search(np.ones(args.dim, np.float32), RecordFilter(), 10)
         first = time.perf_counter() - t
         runs.append({
             "open_wall_s": round(opened_wall, 3), "open_cpu_s": round(opened_cpu, 3),
