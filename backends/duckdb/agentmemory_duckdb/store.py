@@ -70,6 +70,8 @@ from ._sql import (
     iso,
     metadata_udf,
     qualified_columns,
+    sql_str,
+    sql_str_list,
     to_micros,
     unit,
     vector_literal,
@@ -441,49 +443,44 @@ class DuckDBStore(MemoryStore):
         added: list[Record] = []
         dim = self.dimension
         if batch.add:
-            ids = [item.record.record_id for item in batch.add]
-            existing = {
-                rid for (rid,) in con.execute(
-                    "SELECT rid FROM am_records WHERE rid IN (SELECT unnest(?::VARCHAR[]))", [ids]
-                ).fetchall()
-            }
-            for rid in ids:
-                if rid in existing:
-                    raise Conflict(f"record id {rid!r} already exists")
             added, table = self._arrow_rows(batch, seq, ver, dim)
+            con.register("am_new_rows", table)
+            try:
+                existing = {
+                    rid for (rid,) in con.execute(
+                        "SELECT r.rid FROM am_records r JOIN am_new_rows n ON r.rid = n.rid"
+                    ).fetchall()
+                }
+                for item in batch.add:
+                    if item.record.record_id in existing:
+                        raise Conflict(f"record id {item.record.record_id!r} already exists")
+                con.execute("INSERT INTO am_records SELECT * FROM am_new_rows")
+            finally:
+                con.unregister("am_new_rows")
             seq += len(batch.add)
             ver += len(batch.add)
             with_vec = sum(1 for item in batch.add if item.vector is not None)
             vec_changes += with_vec
             doc_changes += with_vec
             vec_count += with_vec
-            con.register("am_new_rows", table)
-            try:
-                con.execute("INSERT INTO am_records SELECT * FROM am_new_rows")
-            finally:
-                con.unregister("am_new_rows")
         for patch in batch.patch:
-            row = con.execute("SELECT vec IS NOT NULL FROM am_records WHERE rid = ?", [patch.record_id]).fetchone()
+            row = con.execute(f"SELECT vec IS NOT NULL FROM am_records WHERE rid = {sql_str(patch.record_id)}").fetchone()
             if row is None:
                 raise NotFound("record", patch.record_id)
             sets: list[str] = []
             params: list[Any] = []
             if isinstance(patch.content, str):
-                sets.append("content = ?")
-                params.append(patch.content)
+                sets.append(f"content = {sql_str(patch.content)}")
             if isinstance(patch.metadata, Mapping):
-                sets.append("metadata = ?")
-                params.append(dump_json(dict(patch.metadata)))
+                sets.append(f"metadata = {sql_str(dump_json(dict(patch.metadata)))}")
             if patch.status is not UNSET:
-                sets.append("status = ?")
-                params.append(RecordStatus(patch.status).value)
+                sets.append(f"status = {sql_str(RecordStatus(patch.status).value)}")
             if isinstance(patch.timestamp, datetime):
-                sets.append("ts = ?")
-                params.append(iso(patch.timestamp))
-            if patch.expires_at is None or isinstance(patch.expires_at, datetime):
-                sets.append("expires = ?, expires_us = ?")
-                exp = patch.expires_at
-                params.extend([iso(exp), None if exp is None else to_micros(exp)])
+                sets.append(f"ts = {sql_str(patch.timestamp.isoformat())}")
+            if patch.expires_at is None:
+                sets.append("expires = NULL, expires_us = NULL")
+            elif isinstance(patch.expires_at, datetime):
+                sets.append(f"expires = {sql_str(patch.expires_at.isoformat())}, expires_us = {to_micros(patch.expires_at)}")
             if patch.vector is None:
                 sets.append("vec = NULL")
                 vec_count -= int(bool(row[0]))
@@ -495,49 +492,48 @@ class DuckDBStore(MemoryStore):
                 vec_changes += 1
             if patch.content is not UNSET or patch.vector is not UNSET:
                 ver += 1
-                sets.append("ver = ?")
-                params.append(ver)
+                sets.append(f"ver = {ver}")
                 doc_changes += 1
             if sets:
-                con.execute(f"UPDATE am_records SET {', '.join(sets)} WHERE rid = ?", [*params, patch.record_id])
+                con.execute(f"UPDATE am_records SET {', '.join(sets)} WHERE rid = {sql_str(patch.record_id)}", params)
         for link_id in batch.delete_links:
-            if con.execute("SELECT 1 FROM am_links WHERE link_id = ?", [link_id]).fetchone() is None:
+            if con.execute(f"SELECT 1 FROM am_links WHERE link_id = {sql_str(link_id)}").fetchone() is None:
                 raise NotFound("link", link_id)
-            con.execute("DELETE FROM am_links WHERE link_id = ?", [link_id])
+            con.execute(f"DELETE FROM am_links WHERE link_id = {sql_str(link_id)}")
         for link in batch.add_links:
             self._add_link(con, link)
         for rid in batch.delete:
-            row = con.execute("SELECT vec IS NOT NULL FROM am_records WHERE rid = ?", [rid]).fetchone()
+            lit = sql_str(rid)
+            row = con.execute(f"SELECT vec IS NOT NULL FROM am_records WHERE rid = {lit}").fetchone()
             if row is None:
                 raise NotFound("record", rid)
-            con.execute("DELETE FROM am_records WHERE rid = ?", [rid])
-            con.execute("DELETE FROM am_links WHERE source_id = ? OR target_id = ?", [rid, rid])
+            con.execute(f"DELETE FROM am_records WHERE rid = {lit}")
+            con.execute(f"DELETE FROM am_links WHERE source_id = {lit} OR target_id = {lit}")
             if row[0]:
                 vec_count -= 1
                 vec_changes += 1
                 doc_changes += 1
         con.execute(
-            "UPDATE am_meta SET value = CASE key WHEN 'seq' THEN ? ELSE ? END WHERE key IN ('seq', 'ver')",
-            [str(seq), str(ver)],
+            f"UPDATE am_meta SET value = CASE key WHEN 'seq' THEN '{int(seq)}' ELSE '{int(ver)}' END "
+            "WHERE key IN ('seq', 'ver')"
         )
         return added, vec_changes, doc_changes, vec_count
 
     def _add_link(self, con: duckdb.DuckDBPyConnection, link: Link) -> None:
+        src, dst, lid = sql_str(link.source_id), sql_str(link.target_id), sql_str(link.link_id)
+        found = {rid for (rid,) in con.execute(f"SELECT rid FROM am_records WHERE rid IN ({src}, {dst})").fetchall()}
         for end in (link.source_id, link.target_id):
-            if con.execute("SELECT 1 FROM am_records WHERE rid = ?", [end]).fetchone() is None:
+            if end not in found:
                 raise NotFound("record", end)
-        if con.execute("SELECT 1 FROM am_links WHERE link_id = ?", [link.link_id]).fetchone() is not None:
+        if con.execute(f"SELECT 1 FROM am_links WHERE link_id = {lid}").fetchone() is not None:
             raise Conflict(f"link id {link.link_id!r} already exists")
         pair = con.execute(
-            "SELECT 1 FROM am_links WHERE (source_id = ? AND target_id = ?) OR (source_id = ? AND target_id = ?)",
-            [link.source_id, link.target_id, link.target_id, link.source_id],
+            f"SELECT 1 FROM am_links WHERE (source_id = {src} AND target_id = {dst}) OR (source_id = {dst} AND target_id = {src})"
         ).fetchone()
         if pair is not None:
             raise Conflict(f"records {link.source_id!r} and {link.target_id!r} are already linked")
-        con.execute(
-            "INSERT INTO am_links VALUES (?, ?, ?, ?, ?, ?)",
-            [link.link_id, link.source_id, link.target_id, link.link_type.value, iso(link.created_at), dump_json(link.metadata)],
-        )
+        values = [lid, src, dst, sql_str(link.link_type.value), sql_str(link.created_at.isoformat()), sql_str(dump_json(link.metadata))]
+        con.execute(f"INSERT INTO am_links VALUES ({', '.join(values)})")
 
     @staticmethod
     def _arrow_rows(batch: WriteBatch, seq: int, ver: int, dim: int) -> tuple[list[Record], pa.Table]:
@@ -610,13 +606,12 @@ class DuckDBStore(MemoryStore):
         if record_ids is not None:
             if not record_ids:
                 return []
-            conds.append("(source_id IN (SELECT unnest(?::VARCHAR[])) OR target_id IN (SELECT unnest(?::VARCHAR[])))")
-            params.extend([list(record_ids), list(record_ids)])
+            ids = sql_str_list(record_ids)
+            conds.append(f"(source_id IN (SELECT unnest({ids})) OR target_id IN (SELECT unnest({ids})))")
         if link_ids is not None:
             if not link_ids:
                 return []
-            conds.append("link_id IN (SELECT unnest(?::VARCHAR[]))")
-            params.append(list(link_ids))
+            conds.append(f"link_id IN (SELECT unnest({sql_str_list(link_ids)}))")
         where = " AND ".join(conds) or "TRUE"
         with self._lock, _mapped_errors():
             rows = self._conn().execute(f"SELECT {LINK_COLUMNS} FROM am_links WHERE {where} ORDER BY link_id", params).fetchall()
@@ -691,13 +686,15 @@ class DuckDBStore(MemoryStore):
             return None
         delta = con.execute(
             f"SELECT {_COLS}, array_cosine_distance(r.vec, ?::FLOAT[{dim}]) AS dist FROM am_records r "
-            f"WHERE r.ver > ? AND r.vec IS NOT NULL AND {where} ORDER BY round(dist::DOUBLE, 6), r.rid LIMIT {int(k)}",
-            [q, vidx.watermark, *params],
+            f"WHERE r.ver > {int(vidx.watermark)} AND r.vec IS NOT NULL AND {where} ORDER BY round(dist::DOUBLE, 6), r.rid LIMIT {int(k)}",
+            [q, *params],
         ).fetchall()
         return indexed + delta
 
     # ---- keyword search ------------------------------------------------------------------------
     def _keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
+        """BM25 (the reference's formula: natural-log idf, k1=1.2, b=0.75) over the fts snapshot
+        for rows whose ``ver`` still matches, plus the rows written since, scored exactly."""
         terms = set(tokenize(text))
         if not terms:
             return []
@@ -705,39 +702,34 @@ class DuckDBStore(MemoryStore):
         with self._lock, _mapped_errors():
             con = self._conn()
             fts = self._fts
-            scored: list[tuple[Any, float]] = []
-            n_idx, avgdl_idx, df_idx = 0, 0.0, {}
-            if fts is not None and fts.rows:
-                table = ident(fts.table)
-                schema = f"fts_main_{table}"
-                rows = con.execute(
-                    f"SELECT {_COLS}, s.score FROM (SELECT d.rid, d.ver, {schema}.match_bm25(d.rid, ?) AS score "
-                    f"FROM {table} d) s JOIN am_records r ON r.rid = s.rid AND r.ver = s.ver "
-                    f"WHERE s.score IS NOT NULL AND r.vec IS NOT NULL AND {where} "
-                    f"ORDER BY s.score DESC, r.rid LIMIT {int(k)}",
-                    [text, *params],
-                ).fetchall()
-                scored.extend((row, float(row[-1])) for row in rows)
-                stats = con.execute(f"SELECT num_docs, avgdl FROM {schema}.stats").fetchone()
-                if stats is not None:
-                    n_idx, avgdl_idx = int(stats[0]), float(stats[1] or 0.0)
-                df_idx = dict(
-                    con.execute(f"SELECT term, df FROM {schema}.dict WHERE term IN (SELECT unnest(?::VARCHAR[]))", [sorted(terms)]).fetchall()
-                )
             watermark = 0 if fts is None else fts.watermark
-            (n_delta_all,) = con.execute(  # type: ignore[misc]
-                "SELECT count(*) FROM am_records WHERE vec IS NOT NULL AND ver > ?", [watermark]
-            ).fetchone()
+            scored: list[tuple[Any, float]] = []
+            if fts is not None and fts.rows:
+                rows = con.execute(_bm25_sql(ident(fts.table), where, k), [text, *params]).fetchall()
+                scored.extend((row, float(row[-1])) for row in rows)
             delta_rows = con.execute(
-                f"SELECT {_COLS} FROM am_records r WHERE r.ver > ? AND r.vec IS NOT NULL AND {where}",
-                [watermark, *params],
+                f"SELECT {_COLS} FROM am_records r WHERE r.ver > {int(watermark)} AND r.vec IS NOT NULL AND {where}",
+                params,
             ).fetchall()
+            n_idx, avgdl_idx, df_idx, n_delta_all = 0, 0.0, {}, len(delta_rows)
+            if delta_rows and (fts is not None or not is_unfiltered(filter)):
+                schema = f"fts_main_{ident(fts.table)}" if fts is not None and fts.rows else None
+                stats_sql = f"(SELECT num_docs FROM {schema}.stats), (SELECT avgdl FROM {schema}.stats)" if schema else "0, 0.0"
+                n_idx, avgdl_idx, n_delta_all = con.execute(  # type: ignore[misc]
+                    f"SELECT {stats_sql}, (SELECT count(vec) FROM am_records WHERE ver > {int(watermark)})"
+                ).fetchone()
+                if schema:
+                    df_idx = dict(
+                        con.execute(f"SELECT term, df FROM {schema}.dict WHERE term IN (SELECT unnest({sql_str_list(sorted(terms))}))").fetchall()
+                    )
             self._maybe_start_builder()
         if delta_rows:
+            # corpus statistics: the snapshot's plus the delta's (from the rows seen here, scaled
+            # to the whole delta); without a snapshot and a filter this is the reference exactly
             docs = [Counter(tokenize(row[2])) for row in delta_rows]
-            n_docs = n_idx + int(n_delta_all)
-            total_len = avgdl_idx * n_idx + sum(sum(c.values()) for c in docs) * (int(n_delta_all) / len(docs))
-            avg_len = total_len / n_docs if n_docs else 1.0
+            n_docs = int(n_idx) + int(n_delta_all)
+            delta_len = sum(sum(c.values()) for c in docs) * (int(n_delta_all) / len(docs))
+            avg_len = (float(avgdl_idx or 0.0) * int(n_idx) + delta_len) / n_docs if n_docs else 1.0
             df = {t: int(df_idx.get(t, 0)) + sum(1 for c in docs if t in c) for t in terms}
             for row, counts in zip(delta_rows, docs):
                 score = bm25(counts, terms, df, n_docs, avg_len or 1.0)
@@ -904,6 +896,28 @@ class DuckDBStore(MemoryStore):
             with contextlib.suppress(Exception):
                 _drop_snapshot(cursor, table)
             raise
+
+
+def _bm25_sql(table: str, where: str, k: int) -> str:
+    """Top-k BM25 over the fts tables of snapshot ``table``, joined to the live rows (same
+    ``ver``) that pass ``where``. Only documents holding a query term are scored (the fts
+    macro ``match_bm25`` scores every document, and uses a base-10 log). Parameter: the query."""
+    fts = f"fts_main_{table}"
+    return (
+        f"WITH qtok AS (SELECT DISTINCT unnest({fts}.tokenize(?)) AS term), "
+        f"qd AS (SELECT d.termid, d.df FROM {fts}.dict d JOIN qtok ON d.term = qtok.term), "
+        f"tf AS (SELECT t.docid, t.termid, count(*) AS tf FROM {fts}.terms t "
+        f"WHERE t.termid IN (SELECT termid FROM qd) GROUP BY t.docid, t.termid), "
+        f"st AS (SELECT num_docs, avgdl FROM {fts}.stats), "
+        f"sc AS (SELECT tf.docid, sum(ln(1 + (st.num_docs - qd.df + 0.5) / (qd.df + 0.5)) * tf.tf * 2.2 "
+        f"/ (tf.tf + 1.2 * (0.25 + 0.75 * d.len / st.avgdl))) AS score "
+        f"FROM tf JOIN qd ON qd.termid = tf.termid JOIN {fts}.docs d ON d.docid = tf.docid CROSS JOIN st "
+        f"GROUP BY tf.docid), "
+        f"hits AS (SELECT s.rid, s.ver, sc.score FROM sc JOIN {fts}.docs d ON d.docid = sc.docid "
+        f"JOIN {table} s ON s.rid = d.name) "
+        f"SELECT {_COLS}, hits.score FROM hits JOIN am_records r ON r.rid = hits.rid AND r.ver = hits.ver "
+        f"WHERE r.vec IS NOT NULL AND {where} ORDER BY hits.score DESC, r.rid LIMIT {int(k)}"
+    )
 
 
 class _Cancelled(Exception):

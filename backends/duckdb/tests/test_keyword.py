@@ -118,3 +118,31 @@ def test_background_builder_indexes_after_enough_writes(db_path: Path, h: Any) -
         assert len(store.keyword_search("common", RecordFilter(), 200)) == 120
     finally:
         store.close()
+
+
+def test_snapshot_scores_are_the_reference_bm25(db_path: Path, h: Any) -> None:
+    """With the snapshot covering every document, scores equal the reference's Okapi BM25
+    (natural-log idf; DuckDB's own ``match_bm25`` macro uses log10 and would fail this)."""
+    from agentmemory.reference_store import InMemoryStore
+
+    rng = np.random.default_rng(5)
+    vocab = ["order", "7421", "refund", "late", "maya", "invoice", "csv", "step", "bob", "name"]
+    batch = WriteBatch(add=[h.new(f"d{i:02d}", V, " ".join(rng.choice(vocab, rng.integers(2, 9)))) for i in range(40)])
+    ref = InMemoryStore()
+    ref.open(dimension=4)
+    ref.write(batch)
+    store = h.open_store(db_path, auto_index=False)
+    try:
+        store.write(batch)
+        for query in ("order refund", "maya", "csv step bob name", "7421 7421 late"):
+            exact = store.keyword_search(query, RecordFilter(), 10)  # no snapshot yet: exact path
+            want = ref.keyword_search(query, RecordFilter(), 10)
+            assert _ids(exact) == _ids(want)
+            assert np.allclose([x.score for x in exact], [x.score for x in want], rtol=1e-9)
+        store.build_indexes()
+        for query in ("order refund", "maya", "csv step bob name", "7421 7421 late"):
+            got, want = store.keyword_search(query, RecordFilter(), 10), ref.keyword_search(query, RecordFilter(), 10)
+            assert _ids(got) == _ids(want), query
+            assert np.allclose([x.score for x in got], [x.score for x in want], rtol=1e-6), query
+    finally:
+        store.close()
