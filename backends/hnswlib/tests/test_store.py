@@ -1,0 +1,136 @@
+"""Construction, URIs, the plugin entry point, schema policies and dimension rules."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from agentmemory_hnswlib import HnswlibStore
+from hnswlib_testutil import make_record
+
+from agentmemory.errors import BackendUnavailable, Conflict, InvalidArgument
+from agentmemory.plugins import get_plugin_manager
+from agentmemory.registry import resolve_store
+from agentmemory.spi import Capability, NewRecord, RecordFilter, SchemaPolicy, WriteBatch
+
+
+def test_registered_through_the_entry_point(tmp_path: Path) -> None:
+    pm = get_plugin_manager()
+    assert "hnswlib" in pm.names("backends")
+    store = resolve_store(f"hnswlib://{tmp_path}/mem?ef_search=32&exact_threshold=0", pm)
+    assert isinstance(store, HnswlibStore)
+    assert store.directory == (tmp_path / "mem").resolve()
+    assert store._ef_search == 32 and store._exact_threshold == 0
+
+
+def test_plugin_module_is_import_light() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, agentmemory_hnswlib.plugin; print('hnswlib' in sys.modules, 'agentmemory_hnswlib.store' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False"]
+
+
+@pytest.mark.parametrize(
+    ("uri", "argument"),
+    [
+        ("hnswlib://", "store"),
+        ("hnswlib:///", "store"),
+        ("duckdb:///x", "store"),
+        ("hnswlib:///x?colour=red", "store"),
+        ("hnswlib:///x?M=1", "M"),
+        ("hnswlib:///x?ef_search=many", "ef_search"),
+        ("hnswlib:///x?synchronous=sometimes", "synchronous"),
+        ("hnswlib:///x?overfetch=0.5", "overfetch"),
+    ],
+)
+def test_bad_uris_name_the_argument(uri: str, argument: str) -> None:
+    with pytest.raises(InvalidArgument) as err:
+        HnswlibStore.from_uri(uri)
+    assert err.value.argument == argument
+
+
+def test_bad_constructor_options(tmp_path: Path) -> None:
+    with pytest.raises(InvalidArgument, match="directory"):
+        HnswlibStore("")
+    with pytest.raises(InvalidArgument, match="num_threads"):
+        HnswlibStore(tmp_path, num_threads=0)
+    with pytest.raises(InvalidArgument, match="checkpoint_min"):
+        HnswlibStore(tmp_path, checkpoint_min=0)
+
+
+def test_capabilities_and_info(open_store: Callable[..., HnswlibStore]) -> None:
+    store = open_store(dimension=4)
+    assert store.capabilities() == {
+        Capability.KEYWORD_SEARCH, Capability.PERSISTENCE, Capability.APPROXIMATE_SEARCH,
+        Capability.CONCURRENT_WRITERS,
+    }
+    store.write(WriteBatch(add=[NewRecord(make_record("a"), np.ones(4, np.float32)), NewRecord(make_record("t"), None)]))
+    info = store.info()
+    assert (info.name, info.dimension, info.path) == ("hnswlib", 4, str(store.directory))
+    assert info.extra["records"] == 2 and info.extra["vectors"] == 1
+
+
+def test_require_existing_on_a_missing_store(tmp_path: Path) -> None:
+    with pytest.raises(BackendUnavailable, match="require_existing"):
+        HnswlibStore(tmp_path / "none").open(dimension=4, schema_policy=SchemaPolicy.REQUIRE_EXISTING)
+    assert not (tmp_path / "none").exists()
+
+
+def test_recreate_wipes_records_and_index(tmp_path: Path) -> None:
+    store = HnswlibStore(tmp_path / "db")
+    store.open(dimension=4)
+    store.write(WriteBatch(add=[NewRecord(make_record("a"), np.ones(4, np.float32))]))
+    store.close()
+    store = HnswlibStore(tmp_path / "db")
+    store.open(dimension=4, schema_policy=SchemaPolicy.RECREATE)
+    try:
+        assert store.count(RecordFilter()) == 0
+        assert store.vector_search(np.ones(4, np.float32), RecordFilter(), 5) == []
+        added = store.write(WriteBatch(add=[NewRecord(make_record("a"), np.ones(4, np.float32))]))
+        assert added[0].seq == 1
+    finally:
+        store.close()
+
+
+def test_dimension_rules(tmp_path: Path) -> None:
+    store = HnswlibStore(tmp_path / "db")
+    store.open(dimension=4)
+    store.write(WriteBatch(add=[NewRecord(make_record("t"), None)]))
+    store.close()
+    store.open(dimension=8)  # no vectors yet: the dimension may change
+    store.write(WriteBatch(add=[NewRecord(make_record("a"), np.ones(8, np.float32))]))
+    store.close()
+    with pytest.raises(Conflict, match="8-d"):
+        HnswlibStore(tmp_path / "db").open(dimension=4)
+    again = HnswlibStore(tmp_path / "db")
+    again.open(dimension=8, schema_policy=SchemaPolicy.REQUIRE_EXISTING)
+    assert again.vector_search(np.ones(8, np.float32), RecordFilter(), 1)[0].record.record_id == "a"
+    again.close()
+
+
+def test_foreign_sqlite_file_is_not_touched(tmp_path: Path) -> None:
+    (tmp_path / "db").mkdir()
+    con = sqlite3.connect(tmp_path / "db" / "records.sqlite3")
+    con.execute("CREATE TABLE precious (x)")
+    con.commit()
+    con.close()
+    with pytest.raises(Conflict, match="something else"):
+        HnswlibStore(tmp_path / "db").open(dimension=4)
+    con = sqlite3.connect(tmp_path / "db" / "records.sqlite3")
+    assert [r[0] for r in con.execute("SELECT name FROM sqlite_master")] == ["precious"]
+    con.close()
+
+
+def test_closed_store_refuses_work(tmp_path: Path) -> None:
+    store = HnswlibStore(tmp_path / "db")
+    store.open(dimension=4)
+    store.close()
+    with pytest.raises(BackendUnavailable):
+        store.count(RecordFilter())
+    with pytest.raises(BackendUnavailable):
+        store.checkpoint()
