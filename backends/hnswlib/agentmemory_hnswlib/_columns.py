@@ -246,6 +246,29 @@ class Columns:
         self.n = last
         return label
 
+    def cluster(self) -> bool:
+        """Reorder the slots by (user, thread, agent, seq) so a scope's vectors lie together:
+        an exact scan of one user's or thread's rows then reads memory sequentially instead of
+        gathering rows from all over the matrix. Returns whether anything moved."""
+        n = self.n
+        if n < 2:
+            return False
+        keys = (self.seq[:n], self.agent[:n], self.thread[:n], self.user[:n])
+        order = np.lexsort(keys)  # the last key is the primary one
+        if np.array_equal(order, np.arange(n)):
+            return False
+        for name in self._ARRAYS:
+            column = getattr(self, name)
+            column[:n] = column[:n][order]
+        vectors = np.empty_like(self.vectors)
+        np.take(self.vectors[:n], order, axis=0, out=vectors[:n])
+        self.vectors = vectors
+        self.rids = [self.rids[i] for i in order]
+        self.meta = [self.meta[i] for i in order]
+        self.slot_of = dict(zip(self.rids, range(n)))
+        self.label_slot[self.labels[:n]] = np.arange(n)
+        return True
+
     def label_of(self, record_id: str) -> int | None:
         """The index label of ``record_id``'s vector, or None."""
         slot = self.slot_of.get(record_id)

@@ -487,6 +487,7 @@ class HnswlibStore(MemoryStore):
         assert index is not None and cols is not None
         if not force and index.unsaved < max(self._checkpoint_min, self._checkpoint_ratio * cols.n):
             return
+        cols.cluster()
         try:
             self._snaps.save(self._store_uid, self._txn, index, cols)
         except OSError as exc:  # the records are safe in SQLite; the next open reconciles
