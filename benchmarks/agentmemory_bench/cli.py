@@ -266,6 +266,7 @@ def run_quality(args: argparse.Namespace, results: dict[str, Any], work_root: Pa
         "transcript_tokens_mean": sum(transcript) / len(transcript),
         "default_card_tokens_mean": sum(cards) / len(cards),
         "memories_mean": sum(qs.memories.values()) / len(qs.memories),
+        "extractor_coverage": qs.extractor_coverage(convs),
         "ingest_seconds": qs.ingest_seconds,
         "not_run": not_run,
     }

@@ -143,6 +143,34 @@ class QualityStore:
                     self.client.list_memories(user_id=conv.user_id, limit=10_000)
                 )
 
+    def extractor_coverage(self, conversations: Sequence[Conversation]) -> dict[str, Any]:
+        """Which planted facts the rule-based extractor turned into memories: the share of current
+        answer strings found in a valid memory (and in any memory), overall and per fact slot."""
+        from agentmemory.records import RecordStatus
+
+        hits_valid = hits_any = total = 0
+        by_slot: dict[str, list[int]] = {}
+        for conv in conversations:
+            memories = self.client.list_memories(user_id=conv.user_id, limit=10_000)
+            valid = " \n ".join(m.content for m in memories if m.status is RecordStatus.VALID)
+            everything = " \n ".join(m.content for m in memories)
+            for question in conv.questions:
+                if question.kind == "multi":
+                    continue
+                slot = question.question_id.rsplit("-q-", 1)[-1]
+                for ev in question.evidence:
+                    total += 1
+                    in_valid = key_in_text(ev.key, valid)
+                    hits_valid += in_valid
+                    hits_any += key_in_text(ev.key, everything)
+                    by_slot.setdefault(slot, []).append(int(in_valid))
+        return {
+            "current": hits_valid / total if total else None,
+            "any": hits_any / total if total else None,
+            "by_slot": {k: sum(v) / len(v) for k, v in by_slot.items()},
+            "facts": total,
+        }
+
     @property
     def keyword(self) -> bool:
         """Whether the store can do keyword (and so hybrid) search."""

@@ -301,6 +301,13 @@ def quality_section(q: dict[str, Any]) -> list[str]:
         f"({f(q['default_card_tokens_mean'] / q['transcript_tokens_mean'] * 100 if q['transcript_tokens_mean'] else None, 1)} % of the transcript)."
     )
     out.append(f"- Memories written by the rule-based extractor: {f(q['memories_mean'], 1)} per conversation (mean); ingest through `add_messages`: {f(q['ingest_seconds'], 1)} s ({q['embedder']} embedding included).")
+    cov = q.get("extractor_coverage")
+    if cov:
+        slots = ", ".join(f"{k} {f(v)}" for k, v in sorted(cov["by_slot"].items()))
+        out.append(
+            f"- Rule-based extractor coverage: {f(cov['current'])} of current facts have their answer string in some "
+            f"valid extracted memory ({f(cov['any'])} in any memory, superseded included). By fact: {slots}."
+        )
     for name, why in q.get("not_run", {}).items():
         out.append(f"- {name}: not run — {why}")
     out.append("")
@@ -403,10 +410,13 @@ def make_plots(results: dict[str, Any], out_dir: Path) -> list[str]:
     quality = results.get("quality")
     if quality:
         budgets = quality["budgets"]
-        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
-        for method, res in quality["methods"].items():
-            ax1.plot(budgets, [res["budgets"][str(b)]["evidence_recall"] for b in budgets], marker="o", label=method)
-            ax2.plot(budgets, [res["budgets"][str(b)]["all_evidence_hit_rate"] for b in budgets], marker="o", label=method)
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(14, 4.8))
+        styles = ["-", "--", "-.", ":"]
+        for i, (method, res) in enumerate(quality["methods"].items()):
+            style = styles[i % len(styles)]
+            marker = "os^vD<>pPX"[i % 10]
+            ax1.plot(budgets, [res["budgets"][str(b)]["evidence_recall"] for b in budgets], marker=marker, linestyle=style, label=method)
+            ax2.plot(budgets, [res["budgets"][str(b)]["all_evidence_hit_rate"] for b in budgets], marker=marker, linestyle=style, label=method)
         for ax, title in ((ax1, "Evidence recall"), (ax2, "All-evidence hit rate")):
             ax.set_xscale("log", base=2)
             ax.set_xticks(budgets, [str(b) for b in budgets])
@@ -414,7 +424,7 @@ def make_plots(results: dict[str, Any], out_dir: Path) -> list[str]:
             ax.set_ylim(-0.02, 1.02)
             ax.set_title(f"{title} ({quality['embedder']} embedder)")
             ax.grid(True, alpha=0.3)
-        ax2.legend(fontsize=8, loc="lower right")
+        ax2.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))
         fig.tight_layout()
         path = out_dir / "recall_vs_budget.png"
         fig.savefig(path, dpi=110)

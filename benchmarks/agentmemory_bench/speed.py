@@ -44,8 +44,9 @@ def make_store(name: str, workdir: Path, uri: str | None = None) -> tuple[Memory
     if name == "memory":
         return cls(), None
     target = uri or backend_uri(name, workdir)
+    store = cls.from_uri(target)
     (workdir / name).mkdir(parents=True, exist_ok=True)
-    return cls.from_uri(target), target
+    return store, target
 
 
 def reopen_store(name: str, uri: str | None, workdir: Path) -> MemoryStore:
@@ -98,7 +99,8 @@ def run_backend(
     try:
         store, location = make_store(name, workdir, uri)
     except Exception as exc:  # noqa: BLE001 - an uninstallable backend is reported, not fatal
-        result.update(available=False, reason=f"{type(exc).__name__}: {exc}")
+        hint = "" if uri else f"; a server backend needs --backend-uri {name}=URI"
+        result.update(available=False, reason=f"{type(exc).__name__}: {exc}{hint}")
         note(f"backend {name}: unavailable ({result['reason']})")
         return result, None
     result["uri"] = location
