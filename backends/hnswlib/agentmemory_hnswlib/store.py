@@ -142,7 +142,7 @@ class HnswlibStore(MemoryStore):
         overfetch: float = 2.0,
         exact_threshold: int | None = None,
         checkpoint_min: int = 1000,
-        checkpoint_ratio: float = 0.1,
+        checkpoint_ratio: float = 0.25,
         rebuild_min: int = 1000,
         num_threads: int = -1,
         synchronous: str = "full",
