@@ -6,11 +6,15 @@ One file holds everything:
   which derived index tables are current (with the ``ver`` watermark each one covers);
 * ``am_migrations`` — one row per applied migration;
 * ``am_records`` — every record, its vector (``FLOAT[dim]``, NULL when not searchable) and
-  ``ver``, a store-wide version bumped whenever the record's text or vector changes;
+  ``ver``: the value of the store-wide write clock (meta ``ver``, advanced by every added,
+  patched or deleted record) when the record last changed;
+* ``am_stale`` — (record id, clock) of every patch and delete while a snapshot exists: the
+  snapshot rows that no longer match the live ones;
 * ``am_links`` — relations between records;
 * derived, rebuildable snapshots: ``am_vidx_<n>`` (HNSW index over vectors) and ``am_fts_<n>``
-  (BM25 index over text). They are never written after their build, so ingest never pays
-  for index maintenance and a crash can never leave them half-updated.
+  (BM25 index over text), each a copy of the searchable rows' filter columns taken at one
+  clock value (the watermark). They are never written after their build, so ingest never
+  pays for index maintenance and a crash can never leave them half-updated.
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ def _v1(con: Any, dimension: int) -> None:
         )
         """
     )
+    con.execute("CREATE TABLE am_stale (rid VARCHAR NOT NULL, clock BIGINT NOT NULL)")
     for key, value in (("seq", "0"), ("ver", "0")):
         con.execute(f"INSERT INTO {META_TABLE} VALUES (?, ?)", [key, value])
 

@@ -80,6 +80,9 @@ from ._sql import (
 log = logging.getLogger(__name__)
 
 _COLS = qualified_columns("r")
+_SNAPSHOT_COLUMNS = "r.rid, r.rtype, r.user_id, r.agent_id, r.thread_id, r.status, r.expires_us, r.seq, r.metadata"
+"""The columns a filter may read (see ``compile_filter``), copied into every snapshot table."""
+_STALE = "NOT EXISTS (SELECT 1 FROM am_stale s WHERE s.rid = r.rid AND s.clock > {watermark})"
 _FTS_IGNORE = r"[^\p{L}\p{N}_]+"
 """Characters the BM25 tokenizer drops: everything but letters, digits and ``_`` — the
 reference tokenizer's ``\\w+`` (digits such as order numbers stay searchable)."""
@@ -210,6 +213,7 @@ class DuckDBStore(MemoryStore):
         self._fts: IndexState | None = None
         self._ef_current: int | None = None
         self._loaded: set[str] = set()
+        self._building = 0
         # approximate change counters that decide when to rebuild (exact ones are in SQL)
         self._n_vectors = 0
         self._vec_changes = 0
@@ -426,8 +430,18 @@ class DuckDBStore(MemoryStore):
             raise BackendUnavailable("the DuckDB store was opened read_only; writes are refused")
         with self._lock:
             con = self._conn()
-            with _mapped_errors(), _transaction(con):
-                added, vec_changes, doc_changes, vec_count = self._apply(con, batch)
+            try:
+                with _mapped_errors(), _transaction(con):
+                    added, vec_changes, doc_changes, vec_count = self._apply(con, batch)
+            except _DuplicateAdd:
+                # rolled back; name the first id in batch order that exists, like the reference
+                ids = [item.record.record_id for item in batch.add]
+                with _mapped_errors():
+                    stored = {rid for (rid,) in con.execute(
+                        f"SELECT rid FROM am_records WHERE rid IN (SELECT unnest({sql_str_list(ids)}))"
+                    ).fetchall()}
+                first = next((rid for rid in ids if rid in stored), ids[0])
+                raise Conflict(f"record id {first!r} already exists") from None
             self._vec_changes += vec_changes
             self._doc_changes += doc_changes
             self._n_vectors += vec_count
@@ -439,29 +453,23 @@ class DuckDBStore(MemoryStore):
         records and the (vector changes, text changes, vector count delta) it makes."""
         counters = dict(con.execute("SELECT key, value FROM am_meta WHERE key IN ('seq', 'ver')").fetchall())
         seq, ver = int(counters["seq"]), int(counters["ver"])
-        vec_changes = doc_changes = vec_count = 0
+        changes = vec_count = 0
+        stale: list[tuple[str, int]] = []
         added: list[Record] = []
         dim = self.dimension
         if batch.add:
             added, table = self._arrow_rows(batch, seq, ver, dim)
             con.register("am_new_rows", table)
             try:
-                existing = {
-                    rid for (rid,) in con.execute(
-                        "SELECT r.rid FROM am_records r JOIN am_new_rows n ON r.rid = n.rid"
-                    ).fetchall()
-                }
-                for item in batch.add:
-                    if item.record.record_id in existing:
-                        raise Conflict(f"record id {item.record.record_id!r} already exists")
                 con.execute("INSERT INTO am_records SELECT * FROM am_new_rows")
+            except duckdb.ConstraintException as exc:  # the primary key saw a stored id
+                raise _DuplicateAdd from exc
             finally:
                 con.unregister("am_new_rows")
             seq += len(batch.add)
             ver += len(batch.add)
             with_vec = sum(1 for item in batch.add if item.vector is not None)
-            vec_changes += with_vec
-            doc_changes += with_vec
+            changes += with_vec
             vec_count += with_vec
         for patch in batch.patch:
             row = con.execute(f"SELECT vec IS NOT NULL FROM am_records WHERE rid = {sql_str(patch.record_id)}").fetchone()
@@ -484,18 +492,16 @@ class DuckDBStore(MemoryStore):
             if patch.vector is None:
                 sets.append("vec = NULL")
                 vec_count -= int(bool(row[0]))
-                vec_changes += 1
             elif isinstance(patch.vector, np.ndarray):
                 sets.append(f"vec = ?::FLOAT[{dim}]")
                 params.append(vector_literal(unit(patch.vector)))
                 vec_count += int(not row[0])
-                vec_changes += 1
-            if patch.content is not UNSET or patch.vector is not UNSET:
-                ver += 1
-                sets.append(f"ver = {ver}")
-                doc_changes += 1
-            if sets:
-                con.execute(f"UPDATE am_records SET {', '.join(sets)} WHERE rid = {sql_str(patch.record_id)}", params)
+            # every patch moves the row past the snapshots' watermark (into the exact delta)
+            ver += 1
+            sets.append(f"ver = {ver}")
+            stale.append((patch.record_id, ver))
+            changes += 1
+            con.execute(f"UPDATE am_records SET {', '.join(sets)} WHERE rid = {sql_str(patch.record_id)}", params)
         for link_id in batch.delete_links:
             if con.execute(f"SELECT 1 FROM am_links WHERE link_id = {sql_str(link_id)}").fetchone() is None:
                 raise NotFound("link", link_id)
@@ -509,15 +515,20 @@ class DuckDBStore(MemoryStore):
                 raise NotFound("record", rid)
             con.execute(f"DELETE FROM am_records WHERE rid = {lit}")
             con.execute(f"DELETE FROM am_links WHERE source_id = {lit} OR target_id = {lit}")
+            ver += 1
+            stale.append((rid, ver))
             if row[0]:
                 vec_count -= 1
-                vec_changes += 1
-                doc_changes += 1
+                changes += 1
+        if stale and (self._vidx is not None or self._fts is not None or self._building):
+            # snapshot rows of these records are no longer the live rows: queries skip them
+            values = ", ".join(f"({sql_str(rid)}, {clock})" for rid, clock in stale)
+            con.execute(f"INSERT INTO am_stale VALUES {values}")
         con.execute(
             f"UPDATE am_meta SET value = CASE key WHEN 'seq' THEN '{int(seq)}' ELSE '{int(ver)}' END "
             "WHERE key IN ('seq', 'ver')"
         )
-        return added, vec_changes, doc_changes, vec_count
+        return added, changes, changes, vec_count
 
     def _add_link(self, con: duckdb.DuckDBPyConnection, link: Link) -> None:
         src, dst, lid = sql_str(link.source_id), sql_str(link.target_id), sql_str(link.link_id)
@@ -675,11 +686,12 @@ class DuckDBStore(MemoryStore):
             con.execute(f"SET hnsw_ef_search = {int(ef)}")
             self._ef_current = ef
         table = ident(vidx.table)
+        snap_cols = _SNAPSHOT_COLUMNS.replace("r.", "")
         indexed = con.execute(
-            f"WITH cand AS (SELECT rid, ver, array_cosine_distance(vec, ?::FLOAT[{dim}]) AS dist "
+            f"WITH cand AS (SELECT {snap_cols}, array_cosine_distance(vec, ?::FLOAT[{dim}]) AS dist "
             f"FROM {table} ORDER BY dist LIMIT {int(fetch)}) "
-            f"SELECT {_COLS}, cand.dist FROM cand JOIN am_records r ON r.rid = cand.rid AND r.ver = cand.ver "
-            f"WHERE r.vec IS NOT NULL AND {where} ORDER BY round(cand.dist::DOUBLE, 6), r.rid LIMIT {int(k)}",
+            f"SELECT r.rid, r.dist FROM cand r WHERE {_STALE.format(watermark=int(vidx.watermark))} AND {where} "
+            f"ORDER BY round(r.dist::DOUBLE, 6), r.rid LIMIT {int(k)}",
             [q, *params],
         ).fetchall()
         if len(indexed) < k:
@@ -689,12 +701,12 @@ class DuckDBStore(MemoryStore):
             f"WHERE r.ver > {int(vidx.watermark)} AND r.vec IS NOT NULL AND {where} ORDER BY round(dist::DOUBLE, 6), r.rid LIMIT {int(k)}",
             [q, *params],
         ).fetchall()
-        return indexed + delta
+        return _merge_with_rows(con, [(rid, float(d)) for rid, d in indexed], delta, k, ascending=True)
 
     # ---- keyword search ------------------------------------------------------------------------
     def _keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
         """BM25 (the reference's formula: natural-log idf, k1=1.2, b=0.75) over the fts snapshot
-        for rows whose ``ver`` still matches, plus the rows written since, scored exactly."""
+        for rows not changed since it was taken, plus the rows written since, scored exactly."""
         terms = set(tokenize(text))
         if not terms:
             return []
@@ -703,41 +715,41 @@ class DuckDBStore(MemoryStore):
             con = self._conn()
             fts = self._fts
             watermark = 0 if fts is None else fts.watermark
-            scored: list[tuple[Any, float]] = []
+            indexed: list[tuple[str, float]] = []
             if fts is not None and fts.rows:
-                rows = con.execute(_bm25_sql(ident(fts.table), where, k), [text, *params]).fetchall()
-                scored.extend((row, float(row[-1])) for row in rows)
+                sql = _bm25_sql(ident(fts.table), where, k, watermark)
+                indexed = [(rid, float(score)) for rid, score in con.execute(sql, [text, *params]).fetchall()]
             delta_rows = con.execute(
                 f"SELECT {_COLS} FROM am_records r WHERE r.ver > {int(watermark)} AND r.vec IS NOT NULL AND {where}",
                 params,
             ).fetchall()
-            n_idx, avgdl_idx, df_idx, n_delta_all = 0, 0.0, {}, len(delta_rows)
-            if delta_rows and (fts is not None or not is_unfiltered(filter)):
-                schema = f"fts_main_{ident(fts.table)}" if fts is not None and fts.rows else None
-                stats_sql = f"(SELECT num_docs FROM {schema}.stats), (SELECT avgdl FROM {schema}.stats)" if schema else "0, 0.0"
-                n_idx, avgdl_idx, n_delta_all = con.execute(  # type: ignore[misc]
-                    f"SELECT {stats_sql}, (SELECT count(vec) FROM am_records WHERE ver > {int(watermark)})"
-                ).fetchone()
-                if schema:
-                    df_idx = dict(
-                        con.execute(f"SELECT term, df FROM {schema}.dict WHERE term IN (SELECT unnest({sql_str_list(sorted(terms))}))").fetchall()
-                    )
+            scored: list[Any] = []
+            if delta_rows:
+                n_idx, avgdl_idx, df_idx, n_delta_all = 0, 0.0, {}, len(delta_rows)
+                if fts is not None or not is_unfiltered(filter):
+                    schema = f"fts_main_{ident(fts.table)}" if fts is not None and fts.rows else None
+                    stats_sql = f"(SELECT num_docs FROM {schema}.stats), (SELECT avgdl FROM {schema}.stats)" if schema else "0, 0.0"
+                    n_idx, avgdl_idx, n_delta_all = con.execute(  # type: ignore[misc]
+                        f"SELECT {stats_sql}, (SELECT count(vec) FROM am_records WHERE ver > {int(watermark)})"
+                    ).fetchone()
+                    if schema:
+                        df_idx = dict(
+                            con.execute(f"SELECT term, df FROM {schema}.dict WHERE term IN (SELECT unnest({sql_str_list(sorted(terms))}))").fetchall()
+                        )
+                # corpus statistics: the snapshot's plus the delta's (from the rows seen here,
+                # scaled to the whole delta); with no snapshot and no filter, the reference's own
+                docs = [Counter(tokenize(row[2])) for row in delta_rows]
+                n_docs = int(n_idx) + int(n_delta_all)
+                delta_len = sum(sum(c.values()) for c in docs) * (int(n_delta_all) / len(docs))
+                avg_len = (float(avgdl_idx or 0.0) * int(n_idx) + delta_len) / n_docs if n_docs else 1.0
+                df = {t: int(df_idx.get(t, 0)) + sum(1 for c in docs if t in c) for t in terms}
+                for row, counts in zip(delta_rows, docs):
+                    score = bm25(counts, terms, df, n_docs, avg_len or 1.0)
+                    if score > 0:
+                        scored.append((*row, score))
+            rows = _merge_with_rows(con, indexed, scored, k, ascending=False)
             self._maybe_start_builder()
-        if delta_rows:
-            # corpus statistics: the snapshot's plus the delta's (from the rows seen here, scaled
-            # to the whole delta); without a snapshot and a filter this is the reference exactly
-            docs = [Counter(tokenize(row[2])) for row in delta_rows]
-            n_docs = int(n_idx) + int(n_delta_all)
-            delta_len = sum(sum(c.values()) for c in docs) * (int(n_delta_all) / len(docs))
-            avg_len = (float(avgdl_idx or 0.0) * int(n_idx) + delta_len) / n_docs if n_docs else 1.0
-            df = {t: int(df_idx.get(t, 0)) + sum(1 for c in docs if t in c) for t in terms}
-            for row, counts in zip(delta_rows, docs):
-                score = bm25(counts, terms, df, n_docs, avg_len or 1.0)
-                if score > 0:
-                    scored.append((row, score))
-        hits = [Hit(record=decode_record(row), score=score) for row, score in scored]
-        hits.sort(key=lambda h: (-round(h.score or 0.0, 6), h.record.record_id))
-        return hits[:k]
+        return [Hit(record=decode_record(row), score=float(row[-1])) for row in rows]
 
     # ---- derived indexes -----------------------------------------------------------------------
     def build_indexes(self, *, force: bool = False) -> dict[str, bool]:
@@ -851,17 +863,29 @@ class DuckDBStore(MemoryStore):
             con.execute("SET hnsw_enable_experimental_persistence = true")
         self._loaded.add(name)
 
+    def _after_snapshot(self, job: str) -> None:
+        """Test seam: called by a build between taking its snapshot and making it current."""
+
     def _build(self, cursor: duckdb.DuckDBPyConnection, job: str) -> None:
         """Build one snapshot index on ``cursor`` (autocommit, so foreground writes are not
-        blocked), then make it current under the store lock in one small transaction."""
+        blocked), then make it current under the store lock in one small transaction.
+
+        The snapshot copies the searchable rows' filter columns together with the write clock
+        read in the same statement (its watermark): rows changed later carry a higher ``ver``
+        (the exact delta) and their old snapshot rows are listed in ``am_stale``."""
         prefix = "am_vidx" if job == "vector" else "am_fts"
         table = ident(f"{prefix}_{secrets.token_hex(6)}")
         with self._lock:
             changes_at_start = self._vec_changes if job == "vector" else self._doc_changes
-        source = "vec" if job == "vector" else "content"
-        cursor.execute(f"CREATE TABLE {table} AS SELECT rid, ver, {source} FROM am_records WHERE vec IS NOT NULL")
+            self._building += 1  # from now on writes record stale rows
         try:
-            watermark, rows = cursor.execute(f"SELECT coalesce(max(ver), 0), count(*) FROM {table}").fetchone()  # type: ignore[misc]
+            source = "vec" if job == "vector" else "content"
+            cursor.execute(
+                f"CREATE TABLE {table} AS SELECT {_SNAPSHOT_COLUMNS}, r.{source}, m.clock FROM am_records r, "
+                f"(SELECT value::BIGINT AS clock FROM am_meta WHERE key = 'ver') m WHERE r.vec IS NOT NULL"
+            )
+            watermark, rows = cursor.execute(f"SELECT coalesce(max(clock), 0), count(*) FROM {table}").fetchone()  # type: ignore[misc]
+            self._after_snapshot(job)
             if job == "vector":
                 if rows:
                     cursor.execute(
@@ -879,10 +903,13 @@ class DuckDBStore(MemoryStore):
                     raise _Cancelled
                 con = self._con
                 key = "vidx" if job == "vector" else "fts"
+                old = self._vidx if job == "vector" else self._fts
+                other = self._fts if job == "vector" else self._vidx
+                oldest = min(state.watermark, other.watermark) if other is not None else state.watermark
                 with _transaction(con):
                     for name, value in ((f"{key}_table", state.table), (f"{key}_watermark", str(state.watermark)), (f"{key}_rows", str(state.rows))):
-                        con.execute("INSERT OR REPLACE INTO am_meta VALUES (?, ?)", [name, value])
-                old = self._vidx if job == "vector" else self._fts
+                        con.execute(f"INSERT OR REPLACE INTO am_meta VALUES ({sql_str(name)}, {sql_str(value)})")
+                    con.execute(f"DELETE FROM am_stale WHERE clock <= {int(oldest)}")
                 if job == "vector":
                     self._vidx, self._vec_changes_at_build = state, changes_at_start
                 else:
@@ -896,12 +923,17 @@ class DuckDBStore(MemoryStore):
             with contextlib.suppress(Exception):
                 _drop_snapshot(cursor, table)
             raise
+        finally:
+            with self._lock:
+                self._building -= 1
 
 
-def _bm25_sql(table: str, where: str, k: int) -> str:
-    """Top-k BM25 over the fts tables of snapshot ``table``, joined to the live rows (same
-    ``ver``) that pass ``where``. Only documents holding a query term are scored (the fts
-    macro ``match_bm25`` scores every document, and uses a base-10 log). Parameter: the query."""
+
+def _bm25_sql(table: str, where: str, k: int, watermark: int) -> str:
+    """Top-k ``(rid, score)`` by BM25 over the fts tables of snapshot ``table``, among its rows
+    that are not stale and pass ``where``. Only documents holding a query term are scored (the
+    fts macro ``match_bm25`` scores every document, and uses a base-10 log). Parameter: the
+    query text."""
     fts = f"fts_main_{table}"
     return (
         f"WITH qtok AS (SELECT DISTINCT unnest({fts}.tokenize(?)) AS term), "
@@ -913,11 +945,35 @@ def _bm25_sql(table: str, where: str, k: int) -> str:
         f"/ (tf.tf + 1.2 * (0.25 + 0.75 * d.len / st.avgdl))) AS score "
         f"FROM tf JOIN qd ON qd.termid = tf.termid JOIN {fts}.docs d ON d.docid = tf.docid CROSS JOIN st "
         f"GROUP BY tf.docid), "
-        f"hits AS (SELECT s.rid, s.ver, sc.score FROM sc JOIN {fts}.docs d ON d.docid = sc.docid "
-        f"JOIN {table} s ON s.rid = d.name) "
-        f"SELECT {_COLS}, hits.score FROM hits JOIN am_records r ON r.rid = hits.rid AND r.ver = hits.ver "
-        f"WHERE r.vec IS NOT NULL AND {where} ORDER BY hits.score DESC, r.rid LIMIT {int(k)}"
+        f"hits AS (SELECT {_SNAPSHOT_COLUMNS.replace('r.', 's.')}, sc.score FROM sc "
+        f"JOIN {fts}.docs d ON d.docid = sc.docid JOIN {table} s ON s.rid = d.name) "
+        f"SELECT r.rid, r.score FROM hits r WHERE {_STALE.format(watermark=int(watermark))} AND {where} "
+        f"ORDER BY r.score DESC, r.rid LIMIT {int(k)}"
     )
+
+
+def _merge_with_rows(
+    con: duckdb.DuckDBPyConnection, ids: list[tuple[str, float]], rows: list[Any], k: int, *, ascending: bool
+) -> list[Any]:
+    """The best ``k`` of snapshot hits ``(rid, value)`` and live ``rows`` (value last), as full
+    record rows with the value appended; only the snapshot hits that make the cut are read."""
+    sign = 1.0 if ascending else -1.0
+    merged: list[tuple[float, str, float, Any]] = [(round(sign * v, 6), rid, v, None) for rid, v in ids]
+    merged += [(round(sign * float(row[-1]), 6), row[0], float(row[-1]), row) for row in rows]
+    merged.sort(key=lambda m: (m[0], m[1]))
+    top = merged[:k]
+    wanted = [rid for _, rid, _, row in top if row is None]
+    fetched: dict[str, Any] = {}
+    if wanted:
+        fetched = {
+            row[0]: row
+            for row in con.execute(f"SELECT {_COLS} FROM am_records r WHERE r.rid IN ({', '.join(sql_str(w) for w in wanted)})").fetchall()
+        }
+    return [(*(fetched[rid] if row is None else row[:-1]), v) for _, rid, v, row in top]
+
+
+class _DuplicateAdd(Exception):
+    """An added record id already exists (the batch is rolled back, then reported)."""
 
 
 class _Cancelled(Exception):

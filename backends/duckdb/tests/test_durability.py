@@ -152,7 +152,7 @@ def test_sigkill_during_index_build_recovers(tmp_path: Path, h: Any) -> None:
         # whatever the build left behind is either current (it finished) or dropped as an orphan
         tables = {t for (t,) in store._conn().execute("SELECT table_name FROM duckdb_tables() WHERE table_name LIKE 'am_%'").fetchall()}
         current = {s["table"] for s in (store._vidx and {"table": store._vidx.table}, store._fts and {"table": store._fts.table}) if s}
-        assert tables - {"am_meta", "am_migrations", "am_records", "am_links"} == current
+        assert tables - {"am_meta", "am_migrations", "am_records", "am_links", "am_stale"} == current
         hits = store.vector_search(vectors[123], RecordFilter(), 1)
         assert hits[0].record.record_id == "b0000_00123"
         assert [x.record.record_id for x in store.keyword_search("tok0x77", RecordFilter(), 2)] == ["b0000_00077"]

@@ -166,3 +166,35 @@ def test_delta_over_a_stale_snapshot_is_exact(tmp_path: Path, h: Any) -> None:
         assert moved and moved[0].distance < 1e-5
     finally:
         store.close()
+
+
+def test_writes_during_a_build_are_not_lost_by_the_swap(tmp_path: Path, h: Any) -> None:
+    """Rows deleted, re-embedded or added while a rebuild runs (after its snapshot was taken)
+    must stay correct once the new snapshot becomes current."""
+    data = h.clustered_vectors(800, DIM, seed=11)
+
+    class Racing(DuckDBStore):
+        race: bool = False
+
+        def _after_snapshot(self, job: str) -> None:
+            if self.race and job == "vector":
+                self.race = False
+                self.write(WriteBatch(add=[h.new("late", data[0], "late words")], patch=[RecordPatch("r00001", vector=-data[1])], delete=["r00002"]))
+
+    store = Racing(tmp_path / "m.duckdb", auto_index=False, exact_max_rows=0)
+    store.open(dimension=DIM)
+    try:
+        store.write(WriteBatch(add=[h.new(f"r{i:05d}", data[i], f"doc {i}") for i in range(800)]))
+        store.build_indexes()
+        store.write(WriteBatch(add=[h.new("pre", data[3])]))  # makes the index stale
+        store.race = True
+        store.build_indexes()
+        assert not store.race
+        got = [x.record.record_id for x in store.vector_search(data[0], RecordFilter(), 5)]
+        assert store.last_plan is not None and store.last_plan.strategy == "index"
+        assert got[:2] == ["late", "r00000"]
+        assert "r00002" not in [x.record.record_id for x in store.vector_search(data[2], RecordFilter(), 5)]
+        assert "r00001" not in [x.record.record_id for x in store.vector_search(data[1], RecordFilter(), 5)]
+        assert [x.record.record_id for x in store.keyword_search("doc 2", RecordFilter(), 900)].count("r00002") == 0
+    finally:
+        store.close()

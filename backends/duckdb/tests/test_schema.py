@@ -90,7 +90,7 @@ def test_recreate_leaves_foreign_tables_alone_and_drops_indexes(db_path: Path, h
     store = DuckDBStore(db_path)
     store.open(dimension=4, schema_policy=SchemaPolicy.RECREATE)
     store.close()
-    assert _tables(db_path) == {"user_table", "am_meta", "am_migrations", "am_records", "am_links"}
+    assert _tables(db_path) == {"user_table", "am_meta", "am_migrations", "am_records", "am_links", "am_stale"}
 
 
 def test_newer_schema_is_refused(db_path: Path, h: Any) -> None:
