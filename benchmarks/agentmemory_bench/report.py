@@ -362,6 +362,53 @@ def render_markdown(results: dict[str, Any], plots: Sequence[str]) -> str:
     return "\n".join(out) + "\n"
 
 
+def render_summary(results: dict[str, Any]) -> str:
+    """The short tables the README quotes: backends vs raw engines, scoped p50, quality."""
+    out: list[str] = []
+    speed = results.get("speed")
+    if speed:
+        load = results["meta"]["machine"].get("loadavg")
+        out.append(f"Speed, n = {speed['n']:,} × {speed['dim']}-d (load average at start {load}); ratio = backend ÷ raw engine in the same run:\n")
+        rows = []
+        for b in speed.get("backends", []):
+            if "cells" not in b:
+                continue
+            r = b.get("ratios", {})
+            rc = r.get("cells", {})
+            un = b["cells"].get(UNSCOPED, {})
+            worst = min(c["recall"] for c in b["cells"].values())
+            rows.append([
+                f"{b['backend']} (vs {b['raw_engine']})",
+                f"{f(b['ingest']['rows_per_s'])} ({x(r.get('ingest_time_x'))})",
+                f"{f(un.get('p50_ms'))} ({x(rc.get(UNSCOPED, {}).get('p50_x'))})",
+                *[f"{f(b['cells'][k]['p50_ms'])} ({x(rc.get(k, {}).get('p50_x'))})" for k in ("scoped_0.1%", "scoped_1%", "scoped_10%", "scoped_50%")],
+                f(worst, 3),
+                f"{f(_reopen_total(b.get('reopen')), 2)} ({x(r.get('reopen_x'))})" if b.get("reopen") else "–",
+            ])
+        out.append(table(["backend", "ingest rec/s (time ×)", "unscoped p50 ms (×)", "0.1% p50 (×)", "1% p50 (×)", "10% p50 (×)", "50% p50 (×)", "min recall@10", "reopen s (×)"], rows))
+        raw_rows = []
+        for name, raw in speed.get("raw", {}).items():
+            if raw.get("available"):
+                for method, cells in raw["methods"].items():
+                    raw_rows.append([f"raw {name} {method}"] + [
+                        f"{f(cells[k]['p50_ms'])} / {f(cells[k]['recall'], 3)}" if k in cells else "–" for k in ("scoped_0.1%", "scoped_1%", "scoped_10%", "scoped_50%", UNSCOPED)
+                    ])
+        if raw_rows:
+            out.append("\nRaw engines, p50 ms / recall@10:\n")
+            out.append(table(["engine", "0.1%", "1%", "10%", "50%", "unscoped"], raw_rows))
+    quality = results.get("quality")
+    if quality:
+        budgets = quality["budgets"]
+        out.append(f"\nMemory quality ({quality['conversations']} conversations, {quality['questions']} questions, {quality['embedder']} embedder), evidence recall / all-evidence hit rate:\n")
+        rows = [[m] + [f"{f(res['budgets'][str(b)]['evidence_recall'])} / {f(res['budgets'][str(b)]['all_evidence_hit_rate'])}" for b in budgets] for m, res in quality["methods"].items()]
+        out.append(table(["method"] + [f"{b} tokens" for b in budgets], rows))
+        out.append(
+            f"\nFull transcript {f(quality['transcript_tokens_mean'], 0)} tokens per conversation; default card "
+            f"{f(quality['default_card_tokens_mean'], 0)} tokens."
+        )
+    return "\n".join(out) + "\n"
+
+
 # ---- plots --------------------------------------------------------------------------------------
 def make_plots(results: dict[str, Any], out_dir: Path) -> list[str]:
     """PNG plots (skipped without matplotlib): latency/recall vs selectivity, recall vs budget."""
@@ -442,7 +489,9 @@ def write_outputs(results: dict[str, Any], out_dir: Path, *, plots: bool = True)
     json_path.write_text(json.dumps(results, indent=2, default=_json_default) + "\n", encoding="utf-8")
     md_path = out_dir / "report.md"
     md_path.write_text(render_markdown(results, pngs), encoding="utf-8")
-    return {"json": str(json_path), "markdown": str(md_path), **{Path(p).stem: p for p in pngs}}
+    summary_path = out_dir / "summary.md"
+    summary_path.write_text(render_summary(results), encoding="utf-8")
+    return {"json": str(json_path), "markdown": str(md_path), "summary": str(summary_path), **{Path(p).stem: p for p in pngs}}
 
 
 def _json_default(value: Any) -> Any:

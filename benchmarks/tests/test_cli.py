@@ -68,6 +68,8 @@ def test_markdown_report_and_plots(tiny_run: tuple[Path, dict[str, Any]]) -> Non
     for heading in ("## Speed and scale", "### Search latency and recall by scope selectivity", "## Framework operations", "## Memory quality"):
         assert heading in text
     assert "| **memory** (vs numpy) |" in text
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert "| memory (vs numpy) |" in summary and "last-N window" in summary
     pngs = sorted(p.name for p in out.glob("*.png"))
     if pngs:  # matplotlib is optional
         assert pngs == ["latency_vs_selectivity.png", "recall_vs_budget.png"]
