@@ -75,11 +75,14 @@ def run_framework(store: MemoryStore, *, seed: int, user_prefix: str, budget_s: 
     out["memories_extracted"] = len(on.list_memories(user_id=user, limit=10_000))
     # link the extracted memories in a chain so hops have something to walk
     memories = on.list_memories(user_id=user, limit=10_000)
+    links = 0
     for a, b in zip(memories, memories[1:]):
         try:
             on.link_records(a.record_id, b.record_id, "supports")
+            links += 1
         except Exception:  # noqa: BLE001 - already linked or not linkable: hops still measured
             pass
+    out["links_created"] = links
     cards: dict[str, Any] = {}
     for label, kwargs in (
         ("card (defaults)", {}),

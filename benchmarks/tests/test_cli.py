@@ -44,6 +44,7 @@ def test_framework_and_embedder_figures(tiny_run: tuple[Path, dict[str, Any]]) -
         assert fw[label]["count"] == fw["conversation_messages"] // 2
         assert fw[label]["p50_ms"] > 0
     assert fw["memories_extracted"] > 0  # the planted name, preferences and ids
+    assert fw["links_created"] >= 1  # hops have a path to walk
     assert set(fw["context_card"]) and all(v["p50_ms"] > 0 for v in fw["context_card"].values())
     assert "vector, num_hops=2" in fw["search"] and "hybrid" in fw["search"]
     assert results["embedders"]["hashing (384)"]["batch_32"]["ms_per_text"] > 0
