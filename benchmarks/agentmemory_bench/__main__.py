@@ -1,0 +1,7 @@
+"""``python -m agentmemory_bench`` = ``agentmemory-bench``."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
