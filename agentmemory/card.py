@@ -34,6 +34,10 @@ MEMORY_SCOPE_TYPES = MEMORY_TYPES | {RecordType.USER, RecordType.AGENT}
 DEFAULT_MAX_RELEVANT = 5
 QUERY_CHARS = 1500
 """Longest text used as one retrieval query (embedders truncate near 512 tokens anyway)."""
+SUMMARY_BUDGET_SHARE = 1 / 3
+"""The share of a card's hard token budget the summary may take."""
+CONTEXT_QUERY_WEIGHT = 0.5
+"""Weight of the summary and topic queries next to the newest user turn (the question) in fusion."""
 QUESTION_LOOKBACK = 20
 """How many recent messages are searched for the newest user turn."""
 MESSAGE_WEIGHT = 0.5
@@ -137,21 +141,23 @@ def _offline_topics_op(thread: Thread, derived: Sequence[Record]) -> Op[list[str
     return topics[:8]
 
 
-def _ranked_op(thread: Thread, queries: Sequence[str], vectors: Any, flt: RecordFilter, k: int) -> Op[list[Hit]]:
-    """Vector + keyword rankings of every query (embedded once per card), fused by reciprocal
-    rank (ties by id)."""
+def _ranked_op(
+    thread: Thread, queries: Sequence[str], weights: Sequence[float], vectors: Any, flt: RecordFilter, k: int
+) -> Op[list[Hit]]:
+    """Vector + keyword rankings of every query (embedded once per card), fused by weighted
+    reciprocal rank (ties by id)."""
     store = thread.client.store
     keyword = Capability.KEYWORD_SEARCH in store.capabilities()
-    rankings: list[list[Hit]] = []
+    rankings: list[tuple[float, list[Hit]]] = []
     for i, text in enumerate(queries):
-        rankings.append((yield Call(store, "vector_search", (vectors[i], flt, k))))
+        rankings.append((weights[i], (yield Call(store, "vector_search", (vectors[i], flt, k)))))
         if keyword and text.strip():
-            rankings.append((yield Call(store, "keyword_search", (text, flt, k))))
+            rankings.append((weights[i], (yield Call(store, "keyword_search", (text, flt, k)))))
     fused: dict[str, list[Any]] = {}
-    for ranking in rankings:
+    for weight, ranking in rankings:
         for rank, hit in enumerate(ranking, start=1):
             entry = fused.setdefault(hit.record.record_id, [hit, 0.0])
-            entry[1] += 1.0 / (RRF_K + rank)
+            entry[1] += weight / (RRF_K + rank)
             if entry[0].distance is None and hit.distance is not None:
                 entry[0] = hit
     ordered = sorted(fused.values(), key=lambda e: (-round(e[1], 12), e[0].record.record_id))
@@ -159,7 +165,7 @@ def _ranked_op(thread: Thread, queries: Sequence[str], vectors: Any, flt: Record
 
 
 def _typed_search_op(
-    thread: Thread, queries: Sequence[str], vectors: Any, types: frozenset[RecordType], base: RecordFilter,
+    thread: Thread, queries: Sequence[str], weights: Sequence[float], vectors: Any, types: frozenset[RecordType], base: RecordFilter,
     message_max_seq: int | None, k: int,
 ) -> Op[list[Hit]]:
     """Search memory-like/profile types in the user/agent scope and messages in this thread
@@ -174,7 +180,7 @@ def _typed_search_op(
     for flt in groups:
         # distilled memories outrank raw messages at equal rank: they are the durable facts
         weight = MESSAGE_WEIGHT if flt.record_types == frozenset({RecordType.MESSAGE}) else 1.0
-        rankings.append((weight, (yield from _ranked_op(thread, queries, vectors, flt, k))))
+        rankings.append((weight, (yield from _ranked_op(thread, queries, weights, vectors, flt, k))))
     if len(rankings) == 1:
         hits = rankings[0][1]
     else:
@@ -195,9 +201,13 @@ def fit_card(
     renderer: Any, parts: CardParts, candidates: Sequence[SearchResult], budget: int | None, soft: int | None
 ) -> CardParts:
     """Fill ``parts`` with relevant results in order while the rendered card stays within the
-    hard ``budget`` (the summary is shortened first if the card is over budget without any);
+    hard ``budget`` (the summary gets at most a third of it, and is shortened further if the card
+    is over budget without any results);
     with a ``soft`` budget, stop after the result that reaches it. The raw tail messages the
     caller asked for are never cut, so only they can exceed a hard budget."""
+    if budget is not None and estimate_tokens(parts.summary) > budget * SUMMARY_BUDGET_SHARE:
+        # under a budget, question-relevant information outranks the running summary
+        parts = parts.model_copy(update={"summary": truncate_to_tokens(parts.summary, int(budget * SUMMARY_BUDGET_SHARE))})
     if budget is not None:
         over = estimate_tokens(renderer(parts)) - budget
         if over > 0 and parts.summary:
@@ -291,7 +301,9 @@ def context_card_op(
     # the question being answered steers retrieval even when it sits in the raw tail; the tail
     # itself is never summarised or returned as relevant information
     newest_user = next((m.content for m in reversed(window) if m.role == "user"), "")
-    queries = [q for q in (newest_user, summary.content[:QUERY_CHARS], " ".join(topics)) if q.strip()]
+    weighted = [(newest_user, 1.0), (summary.content[:QUERY_CHARS], CONTEXT_QUERY_WEIGHT), (" ".join(topics), CONTEXT_QUERY_WEIGHT)]
+    queries = [q for q, _ in weighted if q.strip()]
+    weights = [w for q, w in weighted if q.strip()]
     base = thread.client._alive(
         user_id=thread.user_id, agent_id=thread.agent_id, statuses=statuses, metadata_filter=metadata_filter,
     )
@@ -304,10 +316,10 @@ def context_card_op(
         message_max_seq = min((m.seq for m in shown), default=None)
         vectors = yield Call(thread.client.embedder, "embed", (queries,), {"is_query": True})
         per_type = [
-            _typed_search_op(thread, queries, vectors, frozenset({t}), base, message_max_seq, max(n, 1))
+            _typed_search_op(thread, queries, weights, vectors, frozenset({t}), base, message_max_seq, max(n, 1))
             for t, n in mins.items() if n > 0
         ]
-        all_types = _typed_search_op(thread, queries, vectors, CARD_TYPES | {RecordType.USER}, base, message_max_seq, limit)
+        all_types = _typed_search_op(thread, queries, weights, vectors, CARD_TYPES | {RecordType.USER}, base, message_max_seq, limit)
         concurrency = thread.context_card_type_search_concurrency
         results: list[list[Hit]] = yield Gather(tuple([*per_type, all_types]), limit=concurrency)
         for (_type, count), hits in zip([(t, n) for t, n in mins.items() if n > 0], results[:-1]):

@@ -97,6 +97,7 @@ class InMemoryStore(MemoryStore):
                 self._records.clear()
                 self._vectors.clear()
                 self._link_rows.clear()
+                self._seq = 0
             elif self._vectors:
                 some = next(iter(self._vectors.values()))
                 if some.shape[0] != dimension:

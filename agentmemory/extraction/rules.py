@@ -40,6 +40,31 @@ _IDENT = re.compile(
     r"\b(order|invoice|ticket|case|account|booking|reservation|shipment|contract|claim)\s*(?:#|no\.?|number|id)?\s*([A-Z]{0,5}-?\d[\w-]{2,})",
     re.I,
 )
+_PROPER = r"([A-Z][\w&'-]*(?: (?:[A-Z][\w&'-]*|de|del|am|on|upon))*)"
+_LIVES = re.compile(rf"\b(?:I|we)(?:'ve| have)? (?:now )?(?:live|lives|living|relocated|moved) (?:in|to) {_PROPER}")
+_WORKS = [
+    re.compile(rf"\bI (?:now )?(?:work|am working|'m working) (?:at|for) {_PROPER}"),
+    re.compile(rf"\bI(?:'m| am) (?:now )?at {_PROPER} now\b"),
+    re.compile(rf"\bmy (?:new )?(?:employer|company) is {_PROPER}", re.I),
+]
+_LIVES_WHERE = re.compile(rf"\bin {_PROPER},? (?:it's |that's |which is )?where (?:I|we) live")
+_PET = [
+    re.compile(rf"\bmy (dog|cat|pet)(?:'s name)? is (?:called |named )?{_PROPER}", re.I),
+    re.compile(rf"{_PROPER}, my (dog|cat)\b"),
+]
+_REPORTS = re.compile(rf"\b(?:I report to|[Mm]y (?:new )?(?:manager|boss) is) {_PROPER}")
+_ALLERGY = re.compile(r"\bI(?:'m| am) allergic to ([^.!?\n,;]{2,60})", re.I)
+_CONTACT = re.compile(r"\b(?:message|contact|reach|text|ping|email|call) me (?:on|at|via|by|through) ([^.!?\n,;]{2,60})", re.I)
+_MEETING = re.compile(
+    r"\b(?:my|our|the)(?: weekly| team| daily| monthly)? (sync|meeting|standup|stand-up|one-on-one|1:1)\b[^.!?\n]{0,40}?"
+    r"\b(?:is on|is every|is now on|moved to|happens on|every|on) ((?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)days?)",
+    re.I,
+)
+_OTHERS = re.compile(r"\b(?:their|his|her|your)\b", re.I)
+_IDENT_IS = re.compile(
+    r"\b(order|invoice|ticket|case|account|booking|reservation|shipment|contract|claim)\b[^.!?\n]{0,60}?\b(?:is|number|no\.?|id|#)\s*:?\s*([A-Z]{0,5}-?\d[\w-]{2,})",
+    re.I,
+)
 _PROBLEM = re.compile(r"\b(fail\w*|error\w*|broken|crash\w*|damaged|missing|late|wrong|refund|return|bug)\b", re.I)
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
 
@@ -58,9 +83,11 @@ def _clip(text: str) -> str:
 
 class RuleBasedExtractor(Extractor):
     """Self-introductions ("I'm Maya", "my name is Bob", "call me Al"), preferences ("I prefer
-    …"), standing guidelines ("from now on …", "always …"), "my X is Y" facts, ongoing
-    activities ("I'm migrating …"), and identifiers with their sentence ("order 7421 arrived
-    damaged …"). Only user messages are read."""
+    …"), standing guidelines ("from now on …", "always …"), where the user lives and works, whom
+    they report to, allergies, how to contact them, recurring meetings, "my X is Y" facts,
+    ongoing activities ("I'm migrating …"), and identifiers with their sentence ("order 7421
+    arrived damaged …"). Single-valued facts carry a slot, so a new value supersedes the old one.
+    Only user messages are read; the subject must be the user ("I", "we", "my")."""
 
     name = "rules"
 
@@ -96,15 +123,41 @@ class RuleBasedExtractor(Extractor):
             verb, obj = match.group(1).lower(), match.group(2).strip()
             add("preference", f"The user {_third_person(verb)} {obj}.", [])
         for match in _GUIDELINE.finditer(text):
-            add("guideline", f"User instruction: {_sentence_with(text, match.start())}", [])
+            sentence = _sentence_with(text, match.start())
+            if not _CONTACT.search(sentence):  # contact wishes are a slotted preference below
+                add("guideline", f"User instruction: {sentence}", [])
+        for match in _LIVES.finditer(text):
+            add("fact", f"The user lives in {match.group(1)}.", [match.group(1)], "user.city")
+        for match in _LIVES_WHERE.finditer(text):
+            add("fact", f"The user lives in {match.group(1)}.", [match.group(1)], "user.city")
+        for index, pattern in enumerate(_PET):
+            for match in pattern.finditer(text):
+                kind, name = (match.group(1).lower(), match.group(2)) if index == 0 else (match.group(2).lower(), match.group(1))
+                add("fact", f"The user's {kind} is called {name}.", [name], f"user.{kind}_name")
+        for pattern in _WORKS:
+            for match in pattern.finditer(text):
+                add("fact", f"The user works at {match.group(1)}.", [match.group(1)], "user.employer")
+        for match in _REPORTS.finditer(text):
+            add("fact", f"The user's manager is {match.group(1)}.", [match.group(1)], "user.manager")
+        for match in _ALLERGY.finditer(text):
+            add("fact", f"The user is allergic to {match.group(1).strip()}.", [match.group(1).strip()])
+        for match in _CONTACT.finditer(text):
+            add("preference", f"The user wants to be contacted on {match.group(1).strip()}.", [match.group(1).strip()], "user.contact_channel")
+        for match in _MEETING.finditer(text):
+            if _OTHERS.search(match.group(0)):
+                continue  # someone else's meeting ("the sync at their company")
+            kind, day = match.group(1).lower(), match.group(2).capitalize()
+            add("fact", f"The user's recurring {kind} is on {day}.", [day], f"user.{kind}_day")
         for match in _MY_ATTR.finditer(text):
             attr, value = match.group(1).strip().lower(), match.group(2).strip()
-            if attr in {"name"}:
+            if attr in {"name", "dog", "cat", "pet", "manager"} or _MEETING.search(match.group(0)):
                 continue
+            if attr in {"employer", "company"}:
+                continue  # covered by _WORKS with the shared slot
             add("fact", f"The user's {attr} is {value}.", [value], f"user.{attr.replace(' ', '_')}")
         for match in _ACTIVITY.finditer(text):
             add("memory", f"The user is {match.group(1).lower()} {match.group(2).strip()}.", [])
-        for match in _IDENT.finditer(text):
+        for match in [*_IDENT.finditer(text), *_IDENT_IS.finditer(text)]:
             ident = f"{match.group(1).lower()} {match.group(2)}"
             sentence = _sentence_with(text, match.start())
             after = text[text.find(sentence) + len(sentence):].strip()
