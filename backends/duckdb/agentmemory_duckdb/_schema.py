@@ -5,7 +5,8 @@ One file holds everything:
 * ``am_meta`` — key/value: schema version, vector dimension, the ``seq``/``ver`` counters, and
   which derived index tables are current (with the ``ver`` watermark each one covers);
 * ``am_migrations`` — one row per applied migration;
-* ``am_records`` — every record, its vector (``FLOAT[dim]``, NULL when not searchable) and
+* ``am_records`` — every record, its vector (``FLOAT[dim]``, NULL when not searchable; the
+  ``has_vec`` flag says so without reading the vectors) and
   ``ver``: the value of the store-wide write clock (meta ``ver``, advanced by every added,
   patched or deleted record) when the record last changed;
 * ``am_stale`` — (record id, clock) of every patch and delete while a snapshot exists: the
@@ -49,6 +50,7 @@ def _v1(con: Any, dimension: int) -> None:
             status VARCHAR NOT NULL,
             metadata VARCHAR NOT NULL,
             ver BIGINT NOT NULL,
+            has_vec BOOLEAN NOT NULL,
             vec FLOAT[{int(dimension)}]
         )
         """

@@ -82,6 +82,11 @@ log = logging.getLogger(__name__)
 _COLS = qualified_columns("r")
 _SNAPSHOT_COLUMNS = "r.rid, r.rtype, r.user_id, r.agent_id, r.thread_id, r.status, r.expires_us, r.seq, r.metadata"
 """The columns a filter may read (see ``compile_filter``), copied into every snapshot table."""
+# planner cost model (ms), fitted on the measurements in the README (2-vCPU machine, 384-d)
+_EXACT_BASE_MS = 1.5
+_EXACT_ROW_MS = 0.0012
+_INDEX_BASE_MS = 4.0
+_INDEX_EF_MS = 0.02
 _STALE = "NOT EXISTS (SELECT 1 FROM am_stale s WHERE s.rid = r.rid AND s.clock > {watermark})"
 _FTS_IGNORE = r"[^\p{L}\p{N}_]+"
 """Characters the BM25 tokenizer drops: everything but letters, digits and ``_`` — the
@@ -150,13 +155,15 @@ class DuckDBStore(MemoryStore):
     * ``auto_index`` — rebuild stale indexes in a background thread (default True).
     * ``vector_index_min_rows`` — build HNSW only from this many vectors (default 20,000;
       below it an exact scan is as fast).
-    * ``fts_min_rows`` — build the BM25 index only from this many documents (default 2,000).
-    * ``rebuild_fraction`` — rebuild when the unindexed/changed rows reach this fraction of the
-      indexed ones (default 0.2; at least 1,000 rows).
-    * ``exact_max_rows`` — the planner scans exactly when the filter selects at most this many
-      rows (default 10,000).
-    * ``overfetch`` / ``max_fetch`` — HNSW candidates = ``k * overfetch / selectivity``; above
-      ``max_fetch`` the planner scans exactly (defaults 4.0 and 4,000).
+    * ``fts_min_rows`` — build the BM25 index only from this many documents (default 1,000).
+    * ``rebuild_fraction`` — rebuild HNSW when the changed rows reach this fraction of the
+      indexed ones (default 0.2, at least 1,000 rows); BM25 at a quarter of it (at least 500).
+    * ``planner`` — ``auto`` (default: cost model), ``index`` (use the HNSW index whenever the
+      two limits below allow), ``exact`` (never use it).
+    * ``exact_max_rows`` — the planner always scans exactly when the filter selects at most this
+      many rows (default 2,000); above, a cost model picks exact scan or index.
+    * ``overfetch`` / ``max_fetch`` — HNSW candidates = ``k * overfetch / selectivity + k``;
+      above ``max_fetch`` the planner scans exactly (defaults 4.0 and 4,000).
     * ``hnsw_m``, ``hnsw_ef_construction``, ``hnsw_ef_search`` — HNSW parameters (16, 128, 100).
     """
 
@@ -173,9 +180,10 @@ class DuckDBStore(MemoryStore):
         vector_index: bool | str = True,
         auto_index: bool | str = True,
         vector_index_min_rows: int | str = 20_000,
-        fts_min_rows: int | str = 2_000,
+        fts_min_rows: int | str = 1_000,
         rebuild_fraction: float | str = 0.2,
-        exact_max_rows: int | str = 10_000,
+        planner: str = "auto",
+        exact_max_rows: int | str = 2_000,
         overfetch: float | str = 4.0,
         max_fetch: int | str = 4_000,
         hnsw_m: int | str = 16,
@@ -199,6 +207,9 @@ class DuckDBStore(MemoryStore):
         self._vector_index_min_rows = _int("vector_index_min_rows", vector_index_min_rows, 1)
         self._fts_min_rows = _int("fts_min_rows", fts_min_rows, 1)
         self._rebuild_fraction = _float("rebuild_fraction", rebuild_fraction, 0.0)
+        if planner not in ("auto", "index", "exact"):
+            raise InvalidArgument("planner", f"must be 'auto', 'index' or 'exact', got {planner!r}")
+        self._planner = planner
         self._exact_max_rows = _int("exact_max_rows", exact_max_rows, 0)
         self._overfetch = _float("overfetch", overfetch, 1.0)
         self._max_fetch = _int("max_fetch", max_fetch, 1)
@@ -328,6 +339,9 @@ class DuckDBStore(MemoryStore):
             "extension_directory": ext_dir,
             "autoinstall_known_extensions": False,
             "autoload_known_extensions": True,
+            # float codecs (ALP/ALPRD/Chimp/Patas) barely shrink embeddings (~10%) but make every
+            # exact scan decompress them: 3x slower at 10k rows (README). Strings keep FSST.
+            "disabled_compression_methods": "alp,alprd,chimp,patas",
         }
         if self._threads is not None:
             config["threads"] = self._threads
@@ -394,7 +408,7 @@ class DuckDBStore(MemoryStore):
                 if table.startswith(("am_vidx_", "am_fts_")) and table not in current:
                     _drop_snapshot(con, table)
         n_vectors, vec_stale, doc_stale = con.execute(  # type: ignore[misc]
-            "SELECT count(vec), count(vec) FILTER (WHERE ver > ?), count(vec) FILTER (WHERE ver > ?) FROM am_records",
+            "SELECT count(*) FILTER (WHERE has_vec), count(*) FILTER (WHERE has_vec AND ver > ?), count(*) FILTER (WHERE has_vec AND ver > ?) FROM am_records",
             [0 if self._vidx is None else self._vidx.watermark, 0 if self._fts is None else self._fts.watermark],
         ).fetchone()
         self._n_vectors = int(n_vectors)
@@ -472,7 +486,7 @@ class DuckDBStore(MemoryStore):
             changes += with_vec
             vec_count += with_vec
         for patch in batch.patch:
-            row = con.execute(f"SELECT vec IS NOT NULL FROM am_records WHERE rid = {sql_str(patch.record_id)}").fetchone()
+            row = con.execute(f"SELECT has_vec FROM am_records WHERE rid = {sql_str(patch.record_id)}").fetchone()
             if row is None:
                 raise NotFound("record", patch.record_id)
             sets: list[str] = []
@@ -490,17 +504,20 @@ class DuckDBStore(MemoryStore):
             elif isinstance(patch.expires_at, datetime):
                 sets.append(f"expires = {sql_str(patch.expires_at.isoformat())}, expires_us = {to_micros(patch.expires_at)}")
             if patch.vector is None:
-                sets.append("vec = NULL")
+                sets.append("vec = NULL, has_vec = FALSE")
                 vec_count -= int(bool(row[0]))
             elif isinstance(patch.vector, np.ndarray):
-                sets.append(f"vec = ?::FLOAT[{dim}]")
+                sets.append(f"vec = ?::FLOAT[{dim}], has_vec = TRUE")
                 params.append(vector_literal(unit(patch.vector)))
                 vec_count += int(not row[0])
-            # every patch moves the row past the snapshots' watermark (into the exact delta)
+            # every patch moves the row past the snapshots' watermark (into the exact delta); only
+            # rows with a vector are in a snapshot, so only they leave a stale snapshot row
             ver += 1
             sets.append(f"ver = {ver}")
-            stale.append((patch.record_id, ver))
-            changes += 1
+            if row[0] or isinstance(patch.vector, np.ndarray):
+                changes += 1
+            if row[0]:
+                stale.append((patch.record_id, ver))
             con.execute(f"UPDATE am_records SET {', '.join(sets)} WHERE rid = {sql_str(patch.record_id)}", params)
         for link_id in batch.delete_links:
             if con.execute(f"SELECT 1 FROM am_links WHERE link_id = {sql_str(link_id)}").fetchone() is None:
@@ -510,14 +527,14 @@ class DuckDBStore(MemoryStore):
             self._add_link(con, link)
         for rid in batch.delete:
             lit = sql_str(rid)
-            row = con.execute(f"SELECT vec IS NOT NULL FROM am_records WHERE rid = {lit}").fetchone()
+            row = con.execute(f"SELECT has_vec FROM am_records WHERE rid = {lit}").fetchone()
             if row is None:
                 raise NotFound("record", rid)
             con.execute(f"DELETE FROM am_records WHERE rid = {lit}")
             con.execute(f"DELETE FROM am_links WHERE source_id = {lit} OR target_id = {lit}")
             ver += 1
-            stale.append((rid, ver))
             if row[0]:
+                stale.append((rid, ver))
                 vec_count -= 1
                 changes += 1
         if stale and (self._vidx is not None or self._fts is not None or self._building):
@@ -588,7 +605,7 @@ class DuckDBStore(MemoryStore):
             for name, values in cols.items()
         ]
         vec = pa.FixedSizeListArray.from_arrays(pa.array(matrix.ravel(), type=pa.float32()), dim, mask=pa.array(mask))
-        table = pa.Table.from_arrays([*arrays, vec], names=[*cols, "vec"])
+        table = pa.Table.from_arrays([*arrays, pa.array(~mask), vec], names=[*cols, "has_vec", "vec"])
         return added, table
 
     # ---- reads ---------------------------------------------------------------------------------
@@ -638,49 +655,67 @@ class DuckDBStore(MemoryStore):
             vidx = self._vidx if self._vector_index else None
             if vidx is None or vidx.rows == 0:
                 self.last_plan = SearchPlan("exact", -1)
-                rows = self._exact(con, q, dim, where, params, k)
+                pairs = self._exact(con, q, dim, where, params, k)
             else:
                 if is_unfiltered(filter):
                     matching = self._n_vectors
                 else:
                     (matching,) = con.execute(  # type: ignore[misc]
-                        f"SELECT count(*) FROM am_records r WHERE r.vec IS NOT NULL AND {where}", params
+                        f"SELECT count(*) FROM am_records r WHERE r.has_vec AND {where}", params
                     ).fetchone()
                 if matching == 0:
                     self.last_plan = SearchPlan("exact", 0)
                     return []
-                selectivity = min(1.0, matching / vidx.rows)
-                fetch = math.ceil(k * self._overfetch / selectivity) + k
-                if matching <= self._exact_max_rows or fetch > self._max_fetch:
+                fetch = self._fetch_size(matching, vidx.rows, k)
+                if not self._index_pays(matching, fetch, dim):
                     self.last_plan = SearchPlan("exact", matching)
-                    rows = self._exact(con, q, dim, where, params, k)
+                    pairs = self._exact(con, q, dim, where, params, k)
                 else:
                     via_index = self._via_index(con, vidx, q, dim, where, params, k, fetch)
                     if via_index is None:
                         self.last_plan = SearchPlan("index", matching, fetch, fallback=True)
-                        rows = self._exact(con, q, dim, where, params, k)
+                        pairs = self._exact(con, q, dim, where, params, k)
                     else:
                         self.last_plan = SearchPlan("index", matching, fetch)
-                        rows = via_index
-        hits = [Hit(record=decode_record(row), distance=float(row[-1])) for row in rows]
-        hits.sort(key=lambda h: (round(h.distance or 0.0, 6), h.record.record_id))
-        return hits[:k]
+                        pairs = via_index
+            rows = _merge_with_rows(con, pairs, [], k, ascending=True)
+        return [Hit(record=decode_record(row), distance=float(row[-1])) for row in rows]
+
+    def _fetch_size(self, matching: int, indexed: int, k: int) -> int:
+        """HNSW candidates to fetch so that about ``overfetch * k`` of them pass the filter."""
+        selectivity = min(1.0, matching / max(indexed, 1))
+        return math.ceil(k * self._overfetch / selectivity) + k
+
+    def _index_pays(self, matching: int, fetch: int, dim: int) -> bool:
+        """The planner's rule: exact up to ``exact_max_rows`` matching rows or beyond
+        ``max_fetch`` candidates; in between, whichever a simple cost model (fitted on this
+        machine's measurements, see README) says is cheaper."""
+        if self._planner == "exact" or matching <= self._exact_max_rows or fetch > self._max_fetch:
+            return False
+        if self._planner == "index":
+            return True
+        exact_ms = _EXACT_BASE_MS + _EXACT_ROW_MS * (dim / 384) * matching
+        index_ms = _INDEX_BASE_MS + _INDEX_EF_MS * max(self._hnsw_ef_search, fetch)
+        return index_ms < exact_ms
 
     @staticmethod
-    def _exact(con: duckdb.DuckDBPyConnection, q: str, dim: int, where: str, params: list[Any], k: int) -> list[Any]:
-        return con.execute(
-            f"SELECT {_COLS}, array_cosine_distance(r.vec, ?::FLOAT[{dim}]) AS dist FROM am_records r "
-            f"WHERE r.vec IS NOT NULL AND {where} ORDER BY round(dist::DOUBLE, 6), r.rid LIMIT {int(k)}",
+    def _exact(con: duckdb.DuckDBPyConnection, q: str, dim: int, where: str, params: list[Any], k: int) -> list[tuple[str, float]]:
+        """The exact top-k ``(rid, distance)`` among the rows passing ``where`` (only ids and
+        distances go through the sort; the k rows are read afterwards)."""
+        rows = con.execute(
+            f"SELECT r.rid, array_cosine_distance(r.vec, ?::FLOAT[{dim}]) AS dist FROM am_records r "
+            f"WHERE r.has_vec AND {where} ORDER BY round(dist::DOUBLE, 6), r.rid LIMIT {int(k)}",
             [q, *params],
         ).fetchall()
+        return [(rid, float(d)) for rid, d in rows]
 
     def _via_index(
         self, con: duckdb.DuckDBPyConnection, vidx: IndexState, q: str, dim: int, where: str,
         params: list[Any], k: int, fetch: int,
-    ) -> list[Any] | None:
-        """Top-k from the HNSW snapshot (over-fetched, re-checked against the live rows) merged
-        with an exact scan of the rows written since the snapshot; None when the index yields
-        fewer than ``k`` matching rows (the caller then scans exactly)."""
+    ) -> list[tuple[str, float]] | None:
+        """Top-k ``(rid, distance)`` from the HNSW snapshot (over-fetched; stale rows and rows
+        failing the filter dropped) together with an exact scan of the rows written since the
+        snapshot; None when the index yields fewer than ``k`` rows (the caller scans exactly)."""
         ef = max(self._hnsw_ef_search, fetch)
         if ef != self._ef_current:
             con.execute(f"SET hnsw_ef_search = {int(ef)}")
@@ -697,11 +732,11 @@ class DuckDBStore(MemoryStore):
         if len(indexed) < k:
             return None
         delta = con.execute(
-            f"SELECT {_COLS}, array_cosine_distance(r.vec, ?::FLOAT[{dim}]) AS dist FROM am_records r "
-            f"WHERE r.ver > {int(vidx.watermark)} AND r.vec IS NOT NULL AND {where} ORDER BY round(dist::DOUBLE, 6), r.rid LIMIT {int(k)}",
+            f"SELECT r.rid, array_cosine_distance(r.vec, ?::FLOAT[{dim}]) AS dist FROM am_records r "
+            f"WHERE r.ver > {int(vidx.watermark)} AND r.has_vec AND {where} ORDER BY round(dist::DOUBLE, 6), r.rid LIMIT {int(k)}",
             [q, *params],
         ).fetchall()
-        return _merge_with_rows(con, [(rid, float(d)) for rid, d in indexed], delta, k, ascending=True)
+        return [(rid, float(d)) for rid, d in indexed + delta]
 
     # ---- keyword search ------------------------------------------------------------------------
     def _keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
@@ -720,7 +755,7 @@ class DuckDBStore(MemoryStore):
                 sql = _bm25_sql(ident(fts.table), where, k, watermark)
                 indexed = [(rid, float(score)) for rid, score in con.execute(sql, [text, *params]).fetchall()]
             delta_rows = con.execute(
-                f"SELECT {_COLS} FROM am_records r WHERE r.ver > {int(watermark)} AND r.vec IS NOT NULL AND {where}",
+                f"SELECT {_COLS} FROM am_records r WHERE r.ver > {int(watermark)} AND r.has_vec AND {where}",
                 params,
             ).fetchall()
             scored: list[Any] = []
@@ -730,7 +765,7 @@ class DuckDBStore(MemoryStore):
                     schema = f"fts_main_{ident(fts.table)}" if fts is not None and fts.rows else None
                     stats_sql = f"(SELECT num_docs FROM {schema}.stats), (SELECT avgdl FROM {schema}.stats)" if schema else "0, 0.0"
                     n_idx, avgdl_idx, n_delta_all = con.execute(  # type: ignore[misc]
-                        f"SELECT {stats_sql}, (SELECT count(vec) FROM am_records WHERE ver > {int(watermark)})"
+                        f"SELECT {stats_sql}, (SELECT count(*) FROM am_records WHERE has_vec AND ver > {int(watermark)})"
                     ).fetchone()
                     if schema:
                         df_idx = dict(
@@ -786,18 +821,21 @@ class DuckDBStore(MemoryStore):
         """Which indexes to rebuild: explicitly, every stale one (or all with ``force``);
         automatically, those past ``*_min_rows`` whose stale rows reach ``rebuild_fraction``."""
         jobs: list[str] = []
+        # the BM25 delta is scored in Python, so it is kept smaller than the vector delta
         candidates = [
-            ("vector", self._vector_index, self._vidx, self._vec_changes - self._vec_changes_at_build, self._vector_index_min_rows),
-            ("fts", True, self._fts, self._doc_changes - self._doc_changes_at_build, self._fts_min_rows),
+            ("vector", self._vector_index, self._vidx, self._vec_changes - self._vec_changes_at_build,
+             self._vector_index_min_rows, 1_000.0, self._rebuild_fraction),
+            ("fts", True, self._fts, self._doc_changes - self._doc_changes_at_build,
+             self._fts_min_rows, 500.0, self._rebuild_fraction / 4),
         ]
-        for job, enabled, state, stale, min_rows in candidates:
+        for job, enabled, state, stale, min_rows, min_stale, fraction in candidates:
             if not enabled or self._n_vectors <= 0:
                 continue
             if explicit:
                 if force or state is None or stale > 0:
                     jobs.append(job)
             elif self._n_vectors >= min_rows and stale >= max(
-                min(1_000.0, float(min_rows)), self._rebuild_fraction * (0 if state is None else state.rows)
+                min(min_stale, float(min_rows)), fraction * (0 if state is None else state.rows)
             ):
                 jobs.append(job)
         return jobs
@@ -882,7 +920,7 @@ class DuckDBStore(MemoryStore):
             source = "vec" if job == "vector" else "content"
             cursor.execute(
                 f"CREATE TABLE {table} AS SELECT {_SNAPSHOT_COLUMNS}, r.{source}, m.clock FROM am_records r, "
-                f"(SELECT value::BIGINT AS clock FROM am_meta WHERE key = 'ver') m WHERE r.vec IS NOT NULL"
+                f"(SELECT value::BIGINT AS clock FROM am_meta WHERE key = 'ver') m WHERE r.has_vec"
             )
             watermark, rows = cursor.execute(f"SELECT coalesce(max(clock), 0), count(*) FROM {table}").fetchone()  # type: ignore[misc]
             self._after_snapshot(job)

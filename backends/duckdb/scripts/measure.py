@@ -23,7 +23,7 @@ from agentmemory_duckdb import DuckDBStore
 from agentmemory_duckdb._sql import vector_literal
 
 from agentmemory.records import Record, RecordType
-from agentmemory.spi import NewRecord, RecordFilter, WriteBatch
+from agentmemory.spi import ANY, NewRecord, RecordFilter, WriteBatch
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
 WORDS = [f"w{i}" for i in range(3000)]
@@ -55,13 +55,14 @@ def main() -> None:
     zipf = rng.zipf(1.3, (n, 12)) % len(WORDS)
     texts = [" ".join(WORDS[j] for j in row) for row in zipf]
     records = [
-        NewRecord(Record(record_id=f"r{i:07d}", record_type=RecordType.MEMORY, content=texts[i], user_id=f"u{users[i]:03d}",
-                         agent_id=f"a{users[i] % 100:02d}", thread_id=f"t{users[i] % 10}", timestamp=T0, created_at=T0), base[i])
+        NewRecord(Record(record_id=f"r{i:07d}", content=texts[i], user_id=f"u{users[i]:03d}",
+                         agent_id=f"a{users[i] % 100:02d}", thread_id=f"t{users[i] % 10}", timestamp=T0, created_at=T0,
+                         metadata={"g": int(users[i] % 20)}, record_type=RecordType.FACT if users[i] % 4 == 1 else RecordType.MEMORY), base[i])
         for i in range(n)
     ]
     out: dict[str, Any] = {"n": n, "dim": dim}
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
-        store = DuckDBStore(Path(tmp) / "m.duckdb", auto_index=False)
+        store = DuckDBStore(Path(tmp) / "m.duckdb", auto_index=False, max_fetch=10_000_000, exact_max_rows=0)
         store.open(dimension=dim)
         t = time.perf_counter()
         for start in range(0, n, 1000):
@@ -96,7 +97,9 @@ def main() -> None:
         cases = {
             "0.1%": (RecordFilter(user_id="u007"), users == 7),
             "1%": (RecordFilter(agent_id="a07"), users % 100 == 7),
+            "5%": (RecordFilter(agent_id=ANY, metadata_filter={"g": 3}), users % 20 == 3),
             "10%": (RecordFilter(thread_id="t7"), users % 10 == 7),
+            "25%": (RecordFilter(record_types=frozenset({RecordType.FACT})), users % 4 == 1),
             "100%": (RecordFilter(), np.ones(n, dtype=bool)),
         }
         search: dict[str, Any] = {}
@@ -104,8 +107,18 @@ def main() -> None:
             store.vector_search(queries[0], flt, 10)
             ms = p50(lambda q, flt=flt: store.vector_search(q, flt, 10))
             found = sum(len({int(h.record.record_id[1:]) for h in store.vector_search(q, flt, 10)} & truth(mask, q)) for q in queries)
+            wanted = sum(len(truth(mask, q)) for q in queries)
             plan = store.last_plan
-            search[label] = {"p50_ms": ms, "recall@10": round(found / (10 * len(queries)), 4), "strategy": plan.strategy if plan else None}
+            search[label] = {"p50_ms": ms, "recall@10": round(found / wanted, 4), "strategy": plan.strategy if plan else None,
+                             "matching": plan.matching if plan else None, "fetch": plan.fetch if plan else None}
+            for forced in ("exact", "index"):  # both strategies, for the planner's cost model
+                store._planner = forced
+                search[label][f"{forced}_p50_ms"] = p50(lambda q, flt=flt: store.vector_search(q, flt, 10))
+                search[label][f"{forced}_recall@10"] = round(sum(
+                    len({int(h.record.record_id[1:]) for h in store.vector_search(q, flt, 10)} & truth(mask, q)) for q in queries
+                ) / wanted, 4)
+                search[label][f"{forced}_used"] = store.last_plan.strategy if store.last_plan else None
+            store._planner = "auto"
         con.execute("SET hnsw_ef_search = 64")
         store._ef_current = 64
         raw_ms = p50(lambda q: con.execute(f"SELECT rid FROM {table} ORDER BY array_cosine_distance(vec, ?::FLOAT[{dim}]) LIMIT 10", [vector_literal(q)]).fetchall())

@@ -47,7 +47,7 @@ FILTERS: list[dict[str, Any] | None] = [
 ]
 CONFIGS = {
     "default": {"auto_index": False},
-    "indexed": {"auto_index": False, "exact_max_rows": 0, "max_fetch": 1_000_000},
+    "indexed": {"auto_index": False, "planner": "index", "exact_max_rows": 0, "max_fetch": 1_000_000},
 }
 
 

@@ -75,7 +75,7 @@ def _spawn(path: Path, mode: str) -> subprocess.Popen[str]:
 def _check_committed(path: Path, last: int) -> None:
     """Every batch up to ``last`` is whole, the next one is whole or absent, and all of it is
     searchable (vector and keyword), before and after an index rebuild."""
-    store = DuckDBStore(path, auto_index=False, exact_max_rows=0)
+    store = DuckDBStore(path, auto_index=False, planner="index", exact_max_rows=0)
     store.open(dimension=DIM)
     try:
         records = store.query(RecordFilter())

@@ -54,7 +54,7 @@ def dataset(tmp_path_factory: pytest.TempPathFactory, h: Any) -> Iterator[dict[s
     data, queries = vectors[:N], vectors[N:]
     attrs = _attributes(N, rng)
     path = tmp_path_factory.mktemp("planner") / "memory.duckdb"
-    store = DuckDBStore(path, auto_index=False, exact_max_rows=200, max_fetch=5_000, hnsw_ef_construction=64)
+    store = DuckDBStore(path, auto_index=False, planner="index", exact_max_rows=200, max_fetch=5_000, hnsw_ef_construction=64)
     store.open(dimension=DIM)
     for start in range(0, N, 2_500):
         store.write(
@@ -123,7 +123,7 @@ def test_fallback_to_exact_when_the_index_comes_back_short(tmp_path: Path, datas
     """With no over-fetch margin and the index forced at 1% selectivity, the index path often
     yields fewer than k matching rows; the planner must notice and answer exactly."""
     data, attrs = dataset["data"][:4_000], {k: v[:4_000] for k, v in dataset["attrs"].items()}
-    store = DuckDBStore(tmp_path / "m.duckdb", auto_index=False, exact_max_rows=0, overfetch=1.0, max_fetch=100_000)
+    store = DuckDBStore(tmp_path / "m.duckdb", auto_index=False, planner="index", exact_max_rows=0, overfetch=1.0, max_fetch=100_000)
     store.open(dimension=DIM)
     try:
         store.write(WriteBatch(add=[h.new(f"r{i:05d}", data[i], agent_id=str(attrs["agent_id"][i])) for i in range(4_000)]))
@@ -144,7 +144,7 @@ def test_delta_over_a_stale_snapshot_is_exact(tmp_path: Path, h: Any) -> None:
     """Rows written after the HNSW build are found at once; deleted or re-embedded rows never
     come back from the stale snapshot."""
     data = h.clustered_vectors(3_000, DIM, seed=3)
-    store = DuckDBStore(tmp_path / "m.duckdb", auto_index=False, exact_max_rows=0)
+    store = DuckDBStore(tmp_path / "m.duckdb", auto_index=False, planner="index", exact_max_rows=0)
     store.open(dimension=DIM)
     try:
         store.write(WriteBatch(add=[h.new(f"r{i:05d}", data[i]) for i in range(3_000)]))
@@ -181,7 +181,7 @@ def test_writes_during_a_build_are_not_lost_by_the_swap(tmp_path: Path, h: Any) 
                 self.race = False
                 self.write(WriteBatch(add=[h.new("late", data[0], "late words")], patch=[RecordPatch("r00001", vector=-data[1])], delete=["r00002"]))
 
-    store = Racing(tmp_path / "m.duckdb", auto_index=False, exact_max_rows=0)
+    store = Racing(tmp_path / "m.duckdb", auto_index=False, planner="index", exact_max_rows=0)
     store.open(dimension=DIM)
     try:
         store.write(WriteBatch(add=[h.new(f"r{i:05d}", data[i], f"doc {i}") for i in range(800)]))
@@ -198,3 +198,16 @@ def test_writes_during_a_build_are_not_lost_by_the_swap(tmp_path: Path, h: Any) 
         assert [x.record.record_id for x in store.keyword_search("doc 2", RecordFilter(), 900)].count("r00002") == 0
     finally:
         store.close()
+
+
+def test_auto_planner_rule() -> None:
+    """Exact for few matching rows or huge over-fetch; the index for broad queries."""
+    store = DuckDBStore("unused.duckdb")
+    assert not store._index_pays(1_500, 50, 384)  # at most exact_max_rows
+    assert store._index_pays(100_000, 50, 384)  # unscoped at 100k
+    assert not store._index_pays(5_000, store._fetch_size(5_000, 100_000, 10), 384)  # 5%: fetch 810
+    assert not store._index_pays(100_000, 5_000, 384)  # beyond max_fetch
+    assert not DuckDBStore("unused.duckdb", planner="exact")._index_pays(100_000, 50, 384)
+    assert DuckDBStore("unused.duckdb", planner="index")._index_pays(3_000, 4_000, 384)
+    with pytest.raises(Exception, match="planner"):
+        DuckDBStore("unused.duckdb", planner="fast")

@@ -158,7 +158,7 @@ def test_index_survives_reopen(db_path: Path, h: Any) -> None:
     store.write(WriteBatch(add=[h.new(f"r{i:03d}", vectors[i]) for i in range(600)]))
     store.build_indexes()
     store.close()
-    store = h.open_store(db_path, auto_index=False, exact_max_rows=0)
+    store = h.open_store(db_path, auto_index=False, planner="index", exact_max_rows=0)
     try:
         assert store.info().extra["vector_index"] == {"rows": 600, "watermark": 600}
         assert store.vector_search(vectors[5], RecordFilter(), 1)[0].record.record_id == "r005"
