@@ -21,13 +21,19 @@ from typing import Any
 import numpy as np
 from hypothesis import HealthCheck, Phase, note, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from agentmemory.errors import AgentMemoryError, Conflict, NotFound
 from agentmemory.records import SEARCHABLE_TYPES, Link, LinkType, Record, RecordStatus, RecordType
 from agentmemory.reference_store import InMemoryStore
 from agentmemory.spi import (
-    ANY,
     UNSET,
     Capability,
     MemoryStore,
@@ -39,7 +45,7 @@ from agentmemory.spi import (
 )
 
 from .faults import SECTIONS, arm
-from .support import DIM, T0, Api, assert_hits_ordered, assert_vector_hits, close_loop, without_seq
+from .support import DIM, T0, Api, assert_hits_ordered, assert_vector_hits, close_loop, loop_for, without_seq
 
 PROFILE_SETTINGS: dict[str, dict[str, Any]] = {
     "smoke": {"max_examples": 8, "stateful_step_count": 15, "phases": (Phase.explicit, Phase.reuse, Phase.generate)},
@@ -62,10 +68,11 @@ def profile_settings(profile: str) -> settings:
 
 
 # ---- strategies --------------------------------------------------------------------------------
-RECORD_IDS = ("r0", "r1", "r2", "r3", "r4", "o'brien", 'q"uote;--', "per%cent_", "ünï-✓", "back\\slash")
-"""Few ids, so adds collide and deletes hit; SQL and JSON metacharacters are valid ids."""
-LINK_IDS = ("l0", "l1", "l2", "l'3")
+FRESH_IDS = ("o'brien", 'q"uote;--', "per%cent_", "ünï-✓", "back\\slash", "{json}", "emoji-🧠")
+"""Ids full of SQL, JSON and unicode metacharacters are valid ids; fresh ids cycle through them."""
+MISSING_IDS = ("ghost", "r'ghost")
 USERS = (None, "u1", "u10")
+"""``u10`` shares a prefix with ``u1`` (LIKE bugs)."""
 AGENTS = (None, "a1")
 THREADS = (None, "t1", "t'2")
 WORDS = ("apple", "banana", "cherry", "falcon", "guitar", "harbor", "island", "jungle")
@@ -73,8 +80,6 @@ WORDS = ("apple", "banana", "cherry", "falcon", "guitar", "harbor", "island", "j
 INSTANTS = tuple(T0 + timedelta(days=d) for d in range(4))
 MODES = st.sampled_from(["sync", "async"])
 
-record_ids = st.sampled_from(RECORD_IDS)
-link_ids = st.sampled_from(LINK_IDS)
 contents = st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join)
 small_values = st.one_of(st.integers(-2, 2), st.sampled_from(["x", "y", "it's"]), st.booleans(), st.none())
 metadatas = st.dictionaries(
@@ -84,7 +89,6 @@ metadatas = st.dictionaries(
 )
 vectors = st.lists(st.integers(-2, 2), min_size=DIM, max_size=DIM).filter(any).map(lambda v: np.asarray(v, dtype=np.float32))
 metadata_filters = st.one_of(
-    st.none(),
     st.fixed_dictionaries({"k": small_values}),
     st.fixed_dictionaries({"n": st.integers(-2, 2)}),
     st.fixed_dictionaries({"tags": st.sampled_from(["x", "y"]).map(lambda v: {"$array_contains": v})}),
@@ -94,77 +98,53 @@ metadata_filters = st.one_of(
 )
 
 
-@st.composite
-def records(draw: st.DrawFn) -> NewRecord:
-    """A new record with a vector when its type is searchable (mostly)."""
-    rtype = draw(st.sampled_from(list(RecordType)))
-    rid = draw(record_ids)
-    content = draw(contents) if rtype not in (RecordType.THREAD, RecordType.SUMMARY) else draw(st.sampled_from(["", "apple"]))
+def chance(data: st.DataObject, percent: int) -> bool:
+    """True with about ``percent`` % probability (shrinks towards False)."""
+    return data.draw(st.integers(0, 99)) >= 100 - percent
+
+
+def draw_record(data: st.DataObject, rid: str) -> NewRecord:
+    """A new record with id ``rid``; searchable types get a vector (mostly)."""
+    rtype = data.draw(st.sampled_from(list(RecordType)), label="record_type")
+    if rtype in (RecordType.THREAD, RecordType.SUMMARY):
+        content = data.draw(st.sampled_from(["", "apple"]))
+    else:
+        content = data.draw(contents)
     record = Record(
         record_id=rid,
         record_type=rtype,
         content=content,
-        user_id=draw(st.sampled_from(USERS)),
-        agent_id=draw(st.sampled_from(AGENTS)),
-        thread_id=draw(st.sampled_from(THREADS)),
-        role=draw(st.sampled_from(["user", "assistant"])) if rtype is RecordType.MESSAGE else None,
-        timestamp=draw(st.sampled_from(INSTANTS)),
+        user_id=data.draw(st.sampled_from(USERS)),
+        agent_id=data.draw(st.sampled_from(AGENTS)),
+        thread_id=data.draw(st.sampled_from(THREADS)),
+        role=data.draw(st.sampled_from(["user", "assistant"])) if rtype is RecordType.MESSAGE else None,
+        timestamp=data.draw(st.sampled_from(INSTANTS)),
         created_at=T0,
-        expires_at=draw(st.sampled_from((None, *INSTANTS[1:]))),
-        status=draw(st.sampled_from(list(RecordStatus))),
-        metadata=draw(metadatas),
+        expires_at=data.draw(st.sampled_from((None, *INSTANTS[1:]))),
+        status=data.draw(st.sampled_from(list(RecordStatus))),
+        metadata=data.draw(metadatas),
     )
-    vector = draw(vectors) if rtype in SEARCHABLE_TYPES and draw(st.integers(0, 9)) > 0 else None
+    vector = data.draw(vectors) if rtype in SEARCHABLE_TYPES and not chance(data, 10) else None
     return NewRecord(record=record, vector=vector)
 
 
-@st.composite
-def patches(draw: st.DrawFn) -> RecordPatch:
-    """A patch of a pooled id with a random subset of fields."""
+def draw_patch(data: st.DataObject, rid: str) -> RecordPatch:
+    """A patch of ``rid`` with a random, non-empty subset of fields."""
     fields: dict[str, Any] = {}
-    if draw(st.booleans()):
-        fields["content"] = draw(contents)
-    if draw(st.booleans()):
-        fields["metadata"] = draw(metadatas)
-    if draw(st.booleans()):
-        fields["status"] = draw(st.sampled_from(list(RecordStatus)))
-    if draw(st.booleans()):
-        fields["timestamp"] = draw(st.sampled_from(INSTANTS))
-    if draw(st.booleans()):
-        fields["expires_at"] = draw(st.sampled_from((None, *INSTANTS[1:])))
-    if draw(st.booleans()):
-        fields["vector"] = draw(st.one_of(st.none(), vectors))
-    return RecordPatch(draw(record_ids), **fields)
-
-
-links = st.builds(
-    lambda lid, src, dst, ltype, meta: Link(link_id=lid, source_id=src, target_id=dst, link_type=ltype, created_at=T0, metadata=meta),
-    link_ids, record_ids, record_ids, st.sampled_from(list(LinkType)), metadatas,
-)
-
-
-@st.composite
-def filters(draw: st.DrawFn) -> dict[str, Any]:
-    """Filter fields; ``seq_anchor``/``seq_bound`` name a record whose seq bounds the read."""
-    spec: dict[str, Any] = {
-        "user_id": draw(st.sampled_from((ANY, *USERS))),
-        "agent_id": draw(st.sampled_from((ANY, *AGENTS))),
-        "thread_id": draw(st.sampled_from((ANY, *THREADS))),
-    }
-    if draw(st.booleans()):
-        spec["record_types"] = frozenset(draw(st.lists(st.sampled_from(list(RecordType)), min_size=1, max_size=3)))
-    if draw(st.integers(0, 3)) == 0:
-        spec["record_ids"] = tuple(draw(st.lists(record_ids, max_size=3, unique=True)))
-    if draw(st.integers(0, 3)) == 0:
-        spec["statuses"] = frozenset({draw(st.sampled_from(list(RecordStatus)))})
-    spec["metadata_filter"] = draw(metadata_filters)
-    if draw(st.booleans()):
-        spec["alive_at"] = draw(st.sampled_from(INSTANTS))
-    elif draw(st.integers(0, 5)) == 0:
-        spec["expired_at"] = draw(st.sampled_from(INSTANTS))
-    if draw(st.integers(0, 3)) == 0:
-        spec["seq_bound"] = (draw(st.sampled_from(["min_seq", "max_seq"])), draw(record_ids))
-    return spec
+    while not fields:
+        if chance(data, 50):
+            fields["content"] = data.draw(contents)
+        if chance(data, 40):
+            fields["metadata"] = data.draw(metadatas)
+        if chance(data, 40):
+            fields["status"] = data.draw(st.sampled_from(list(RecordStatus)))
+        if chance(data, 25):
+            fields["timestamp"] = data.draw(st.sampled_from(INSTANTS))
+        if chance(data, 30):
+            fields["expires_at"] = data.draw(st.sampled_from((None, *INSTANTS[1:])))
+        if chance(data, 30):
+            fields["vector"] = data.draw(st.one_of(st.none(), vectors))
+    return RecordPatch(rid, **fields)
 
 
 # ---- the machine -------------------------------------------------------------------------------
@@ -185,6 +165,7 @@ class StoreComparison(RuleBasedStateMachine):
         self.seq_sut: dict[str, int] = {}
         self.seq_model: dict[str, int] = {}
         self.max_seq = 0
+        self.fresh = 0
         self.recalls: list[float] = []
 
     def _build(self) -> MemoryStore:
@@ -195,6 +176,74 @@ class StoreComparison(RuleBasedStateMachine):
     def api(self, mode: str) -> Api:
         """The SUT's API in ``mode``."""
         return Api(self.sut, mode)
+
+    # ---- drawing ids from the current state ----------------------------------------------------
+    def _ids(self) -> list[str]:
+        return sorted(r.record_id for r in self.model.query(RecordFilter()))
+
+    def existing_id(self, data: st.DataObject, missing: int = 10) -> str:
+        """Mostly a stored id, sometimes (``missing`` %) a missing one (NotFound paths)."""
+        stored = self._ids()
+        if stored and not chance(data, missing):
+            return data.draw(st.sampled_from(stored), label="existing id")
+        return data.draw(st.sampled_from(MISSING_IDS), label="missing id")
+
+    def new_id(self, data: st.DataObject) -> str:
+        """Mostly a fresh id, sometimes a stored one (Conflict paths)."""
+        stored = self._ids()
+        if stored and chance(data, 8):
+            return data.draw(st.sampled_from(stored), label="taken id")
+        return self._fresh_id()
+
+    def _fresh_id(self) -> str:
+        self.fresh += 1
+        n = self.fresh
+        return FRESH_IDS[n % len(FRESH_IDS)] + str(n // len(FRESH_IDS)) if n % 2 else f"r{n}"
+
+    def draw_link(self, data: st.DataObject) -> Link:
+        """A link between (mostly) stored records, with a fresh or (sometimes) taken link id."""
+        taken = [lk.link_id for lk in self.model.links()]
+        if taken and chance(data, 10):
+            lid = data.draw(st.sampled_from(taken), label="taken link id")
+        else:
+            self.fresh += 1
+            lid = f"l'{self.fresh}" if self.fresh % 3 == 0 else f"l{self.fresh}"
+        src = self.existing_id(data)
+        dst = src if chance(data, 5) else self.existing_id(data)
+        return Link(
+            link_id=lid, source_id=src, target_id=dst, link_type=data.draw(st.sampled_from(list(LinkType))),
+            created_at=data.draw(st.sampled_from(INSTANTS)), metadata=data.draw(metadatas),
+        )
+
+    def existing_link_id(self, data: st.DataObject) -> str:
+        """Mostly a stored link id, sometimes a missing one."""
+        taken = [lk.link_id for lk in self.model.links()]
+        if taken and not chance(data, 15):
+            return data.draw(st.sampled_from(taken), label="link id")
+        return "no-such-link"
+
+    def draw_filter(self, data: st.DataObject) -> dict[str, Any]:
+        """Filter fields, each condition optional; ``seq_bound`` names a record whose seq bounds
+        the read (each store's own seq values are used)."""
+        spec: dict[str, Any] = {}
+        for dim, values in (("user_id", USERS), ("agent_id", AGENTS), ("thread_id", THREADS)):
+            if chance(data, 30):
+                spec[dim] = data.draw(st.sampled_from(values), label=dim)
+        if chance(data, 15):
+            spec["record_types"] = frozenset(data.draw(st.lists(st.sampled_from(list(RecordType)), min_size=2, max_size=6)))
+        if chance(data, 10):
+            spec["record_ids"] = tuple(sorted({self.existing_id(data) for _ in range(data.draw(st.integers(0, 3)))}))
+        if chance(data, 15):
+            spec["statuses"] = frozenset({data.draw(st.sampled_from(list(RecordStatus)))})
+        if chance(data, 15):
+            spec["metadata_filter"] = data.draw(metadata_filters)
+        if chance(data, 25):
+            spec["alive_at"] = data.draw(st.sampled_from(INSTANTS))
+        elif chance(data, 10):
+            spec["expired_at"] = data.draw(st.sampled_from(INSTANTS))
+        if chance(data, 10) and self.seq_model:
+            spec["seq_bound"] = (data.draw(st.sampled_from(["min_seq", "max_seq"])), data.draw(st.sampled_from(sorted(self.seq_model))))
+        return spec
 
     def teardown(self) -> None:
         try:
@@ -239,55 +288,65 @@ class StoreComparison(RuleBasedStateMachine):
             self.seq_sut[s_rec.record_id] = s_rec.seq
             self.seq_model[m_rec.record_id] = m_rec.seq
 
-    @rule(items=st.lists(records(), min_size=1, max_size=3), mode=MODES)
-    def add(self, items: list[NewRecord], mode: str) -> None:
-        """Add records (ids collide often: Conflict and in-batch duplicates)."""
-        self._apply(WriteBatch(add=items), mode)
+    @rule(data=st.data(), mode=MODES)
+    def add(self, data: st.DataObject, mode: str) -> None:
+        """Add 1-3 records (mostly fresh ids; taken ones give Conflict, repeats InvalidArgument)."""
+        n = data.draw(st.integers(1, 3), label="how many")
+        self._apply(WriteBatch(add=[draw_record(data, self.new_id(data)) for _ in range(n)]), mode)
 
-    @rule(patch=patches(), mode=MODES)
-    def patch(self, patch: RecordPatch, mode: str) -> None:
+    @rule(data=st.data(), mode=MODES)
+    def patch(self, data: st.DataObject, mode: str) -> None:
         """Patch one record (missing ids: NotFound)."""
-        self._apply(WriteBatch(patch=[patch]), mode)
+        self._apply(WriteBatch(patch=[draw_patch(data, self.existing_id(data))]), mode)
 
-    @rule(rids=st.lists(record_ids, min_size=1, max_size=2, unique=True), mode=MODES)
-    def delete(self, rids: list[str], mode: str) -> None:
+    @rule(data=st.data(), mode=MODES)
+    def delete(self, data: st.DataObject, mode: str) -> None:
         """Delete records and their links."""
+        rids = sorted({self.existing_id(data) for _ in range(data.draw(st.integers(1, 2)))})
         self._apply(WriteBatch(delete=rids), mode)
 
-    @rule(lk=links, mode=MODES)
-    def add_link(self, lk: Link, mode: str) -> None:
+    @initialize(data=st.data(), mode=MODES)
+    def seed(self, data: st.DataObject, mode: str) -> None:
+        """Start every run with a few records (and links), so reads have something to see."""
+        n = data.draw(st.integers(2, 8), label="seed records")
+        self._apply(WriteBatch(add=[draw_record(data, self.new_id(data)) for _ in range(n)]), mode)
+        for _ in range(data.draw(st.integers(0, 2), label="seed links")):
+            self._apply(WriteBatch(add_links=[self.draw_link(data)]), mode)
+
+    @rule(data=st.data(), mode=MODES)
+    def add_link(self, data: st.DataObject, mode: str) -> None:
         """Link two records (self links, missing ends, duplicate pairs all error)."""
-        self._apply(WriteBatch(add_links=[lk]), mode)
+        self._apply(WriteBatch(add_links=[self.draw_link(data)]), mode)
 
-    @rule(lid=link_ids, mode=MODES)
-    def delete_link(self, lid: str, mode: str) -> None:
+    @rule(data=st.data(), mode=MODES)
+    def delete_link(self, data: st.DataObject, mode: str) -> None:
         """Delete a link."""
-        self._apply(WriteBatch(delete_links=[lid]), mode)
+        self._apply(WriteBatch(delete_links=[self.existing_link_id(data)]), mode)
 
-    @rule(
-        adds=st.lists(records(), max_size=2),
-        pts=st.lists(patches(), max_size=2),
-        add_links=st.lists(links, max_size=2),
-        delete_links=st.lists(link_ids, max_size=1, unique=True),
-        deletes=st.lists(record_ids, max_size=2, unique=True),
-        mode=MODES,
-    )
-    def mixed_batch(self, adds: list[NewRecord], pts: list[RecordPatch], add_links: list[Link], delete_links: list[str], deletes: list[str], mode: str) -> None:
+    def _draw_batch(self, data: st.DataObject, *, links: bool) -> WriteBatch:
+        # one "poisoned" batch in five refers to something missing; the others should succeed
+        missing = 30 if chance(data, 20) else 0
+        adds = [draw_record(data, self.new_id(data)) for _ in range(data.draw(st.integers(0, 2)))]
+        pts = [draw_patch(data, self.existing_id(data, missing)) for _ in range(data.draw(st.integers(0, 2)))] if self._ids() else []
+        add_links = [self.draw_link(data) for _ in range(data.draw(st.integers(0, 2)))] if links and len(self._ids()) > 1 else []
+        delete_links = sorted({self.existing_link_id(data) for _ in range(data.draw(st.integers(0, 1)))}) if links and self.model.links() else []
+        deletes = sorted({self.existing_id(data, missing) for _ in range(data.draw(st.integers(0, 1)))}) if self._ids() else []
+        return WriteBatch(add=adds, patch=pts, add_links=add_links, delete_links=delete_links, delete=deletes)
+
+    @rule(data=st.data(), mode=MODES)
+    def mixed_batch(self, data: st.DataObject, mode: str) -> None:
         """Every section at once: order and atomicity."""
-        self._apply(WriteBatch(add=adds, patch=pts, add_links=add_links, delete_links=delete_links, delete=deletes), mode, exact_error=False)
+        self._apply(self._draw_batch(data, links=True), mode, exact_error=False)
 
-    @rule(
-        adds=st.lists(records(), min_size=1, max_size=3),
-        pts=st.lists(patches(), max_size=2),
-        deletes=st.lists(record_ids, max_size=2, unique=True),
-        where=st.data(),
-        mode=MODES,
-    )
-    def faulty_batch(self, adds: list[NewRecord], pts: list[RecordPatch], deletes: list[str], where: st.DataObject, mode: str) -> None:
+    @rule(data=st.data(), mode=MODES)
+    def faulty_batch(self, data: st.DataObject, mode: str) -> None:
         """A batch that fails inside the backend part-way must leave no trace."""
-        batch = WriteBatch(add=adds, patch=pts, delete=deletes)
-        section = where.draw(st.sampled_from([s for s in SECTIONS if len(getattr(batch, s))]), label="section")
-        fail_at = where.draw(st.integers(0, len(getattr(batch, section)) - 1), label="fail_at")
+        batch = self._draw_batch(data, links=True)
+        sections = [s for s in SECTIONS if len(getattr(batch, s))]
+        if not sections:
+            return
+        section = data.draw(st.sampled_from(sections), label="section")
+        fail_at = data.draw(st.integers(0, len(getattr(batch, section)) - 1), label="fail_at")
         armed = arm(batch, section, fail_at)
         note(f"faulty write[{mode}] at {section}[{fail_at}]: {batch}")
         try:
@@ -302,6 +361,41 @@ class StoreComparison(RuleBasedStateMachine):
             self.seq_model[m_rec.record_id] = m_rec.seq
             self.seq_sut[s_rec.record_id] = s_rec.seq
             self.max_seq = max(self.max_seq, s_rec.seq)
+
+    @precondition(lambda self: Capability.CONCURRENT_WRITERS in self.caps)
+    @rule(data=st.data(), how=st.sampled_from(["threads", "asyncio"]))
+    def concurrent_writes(self, data: st.DataObject, how: str) -> None:
+        """2-4 independent batches (fresh adds, patches of distinct records) at once, from
+        threads or asyncio tasks: all land, none is lost; the reference then applies them in
+        the order of the seq values the backend assigned."""
+        stored = self._ids()
+        targets = data.draw(st.lists(st.sampled_from(stored), unique=True, max_size=2), label="patched") if stored else []
+        batches = [WriteBatch(patch=[draw_patch(data, rid)]) for rid in targets]
+        batches += [WriteBatch(add=[draw_record(data, self._fresh_id())]) for _ in range(data.draw(st.integers(1, 3), label="adds"))]
+        note(f"concurrent[{how}]: {batches}")
+        if how == "threads":
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=len(batches)) as pool:
+                results = list(pool.map(self.sut.write, batches))
+        else:
+            import asyncio
+
+            async def together() -> list[list[Record]]:
+                return list(await asyncio.gather(*(self.sut.awrite(b) for b in batches)))
+
+            results = loop_for(self.sut).run_until_complete(together())
+        for batch in batches:
+            if batch.patch:
+                self.model.write(batch)
+        added = sorted(((recs[0], batch) for recs, batch in zip(results, batches) if batch.add), key=lambda x: x[0].seq)
+        for s_rec, batch in added:
+            [m_rec] = self.model.write(batch)
+            assert without_seq(s_rec) == without_seq(m_rec)
+            assert s_rec.seq > self.max_seq, f"seq {s_rec.seq} reused or out of order"
+            self.max_seq = s_rec.seq
+            self.seq_sut[s_rec.record_id] = s_rec.seq
+            self.seq_model[m_rec.record_id] = m_rec.seq
 
     @precondition(lambda self: Capability.PERSISTENCE in self.caps)
     @rule()
@@ -324,37 +418,35 @@ class StoreComparison(RuleBasedStateMachine):
                 sut_spec[name] = self.seq_sut[rid]
         return RecordFilter(**model_spec), RecordFilter(**sut_spec)
 
-    @rule(spec=filters(), order=st.sampled_from(list(Order)), limit=st.one_of(st.none(), st.integers(0, 4)), offset=st.integers(0, 3), mode=MODES)
-    def query(self, spec: dict[str, Any], order: Order, limit: int | None, offset: int, mode: str) -> None:
+    @rule(data=st.data(), order=st.sampled_from(list(Order)), limit=st.sampled_from([None, None, 1, 2, 3, 5, 0]), offset=st.sampled_from([0, 0, 0, 1, 2]), mode=MODES)
+    def query(self, data: st.DataObject, order: Order, limit: int | None, offset: int, mode: str) -> None:
         """``query`` returns the same records in the same order."""
-        mflt, sflt = self._filters(spec)
+        mflt, sflt = self._filters(self.draw_filter(data))
         note(f"query[{mode}] {sflt} order={order.value} limit={limit} offset={offset}")
         expected = self.model.query(mflt, order=order, limit=limit, offset=offset)
         got = self.api(mode).query(sflt, order=order, limit=limit, offset=offset)
         assert [without_seq(r) for r in got] == [without_seq(r) for r in expected]
 
-    @rule(spec=filters(), mode=MODES)
-    def count(self, spec: dict[str, Any], mode: str) -> None:
+    @rule(data=st.data(), mode=MODES)
+    def count(self, data: st.DataObject, mode: str) -> None:
         """``count`` agrees."""
-        mflt, sflt = self._filters(spec)
+        mflt, sflt = self._filters(self.draw_filter(data))
         note(f"count[{mode}] {sflt}")
         assert self.api(mode).count(sflt) == self.model.count(mflt)
 
-    @rule(
-        rids=st.one_of(st.none(), st.lists(record_ids, max_size=3)),
-        lids=st.one_of(st.none(), st.lists(link_ids, max_size=2)),
-        mode=MODES,
-    )
-    def read_links(self, rids: list[str] | None, lids: list[str] | None, mode: str) -> None:
+    @rule(data=st.data(), mode=MODES)
+    def read_links(self, data: st.DataObject, mode: str) -> None:
         """``links`` agrees."""
+        rids = [self.existing_id(data) for _ in range(data.draw(st.integers(0, 3)))] if chance(data, 70) else None
+        lids = [self.existing_link_id(data) for _ in range(data.draw(st.integers(0, 2)))] if chance(data, 30) else None
         note(f"links[{mode}] record_ids={rids} link_ids={lids}")
         assert self.api(mode).links(record_ids=rids, link_ids=lids) == self.model.links(record_ids=rids, link_ids=lids)
 
-    @rule(vector=vectors, spec=filters(), k=st.integers(1, 6), mode=MODES)
-    def vector_search(self, vector: np.ndarray, spec: dict[str, Any], k: int, mode: str) -> None:
+    @rule(vector=vectors, data=st.data(), k=st.integers(1, 6), mode=MODES)
+    def vector_search(self, vector: np.ndarray, data: st.DataObject, k: int, mode: str) -> None:
         """Vector search: exact backends match the reference; approximate ones never return an
         ineligible record and keep the declared recall on average."""
-        mflt, sflt = self._filters(spec)
+        mflt, sflt = self._filters(self.draw_filter(data))
         note(f"vector_search[{mode}] {vector.tolist()} {sflt} k={k}")
         expected = [(h.record.record_id, float(h.distance or 0.0)) for h in self.model.vector_search(vector, mflt, 10_000)]
         hits = self.api(mode).vector_search(vector, sflt, k)
@@ -371,10 +463,10 @@ class StoreComparison(RuleBasedStateMachine):
             assert without_seq(hit.record) == without_seq(by_id[hit.record.record_id])
 
     @precondition(lambda self: Capability.KEYWORD_SEARCH in self.caps)
-    @rule(words=st.lists(st.sampled_from(WORDS + ("zebra",)), min_size=1, max_size=3), spec=filters(), k=st.integers(1, 6), mode=MODES)
-    def keyword_search(self, words: list[str], spec: dict[str, Any], k: int, mode: str) -> None:
+    @rule(words=st.lists(st.sampled_from(WORDS + ("zebra",)), min_size=1, max_size=3), data=st.data(), k=st.integers(1, 6), mode=MODES)
+    def keyword_search(self, words: list[str], data: st.DataObject, k: int, mode: str) -> None:
         """Keyword search: the same set of matching ids (scores are the backend's own)."""
-        mflt, sflt = self._filters(spec)
+        mflt, sflt = self._filters(self.draw_filter(data))
         text = " ".join(words)
         note(f"keyword_search[{mode}] {text!r} {sflt} k={k}")
         expected = {h.record.record_id for h in self.model.keyword_search(text, mflt, 10_000)}

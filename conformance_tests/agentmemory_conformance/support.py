@@ -319,20 +319,37 @@ def is_approximate(store: MemoryStore) -> bool:
 
 
 def assert_hits_ordered(hits: Sequence[Hit], *, by: str = "distance") -> None:
-    """Hits are best first; equal scores (within 1e-7) are ordered by record id."""
+    """Hits are best first; equal scores (the same to 6 decimals and within float noise) are
+    ordered by record id."""
     for a, b in zip(hits, hits[1:]):
         if by == "distance":
             da, db = float(a.distance), float(b.distance)  # type: ignore[arg-type]
             assert db >= da - 1e-5, f"hits out of order: {a.record.record_id}@{da} before {b.record.record_id}@{db}"
-            tie = abs(da - db) <= 1e-7
+            tie = abs(da - db) <= 1e-7 and round(da, 6) == round(db, 6)
         else:
             sa, sb = float(a.score), float(b.score)  # type: ignore[arg-type]
             assert sb <= sa + 1e-6 * max(1.0, abs(sa)), f"hits out of order: {a.record.record_id}@{sa} before {b.record.record_id}@{sb}"
-            tie = abs(sa - sb) <= 1e-9 * max(1.0, abs(sa))
+            tie = abs(sa - sb) <= 1e-9 * max(1.0, abs(sa)) and round(sa, 6) == round(sb, 6)
         if tie:
             assert a.record.record_id < b.record.record_id, (
                 f"tied hits must be ordered by record id: {a.record.record_id!r} came before {b.record.record_id!r}"
             )
+
+
+def assert_vector_ids(store: MemoryStore, hits: Sequence[Any], expected: Sequence[str]) -> None:
+    """Vector-search results (SPI hits or client results) are ``expected`` in order: exactly
+    for exact backends; for approximate ones a subsequence keeping the order and reaching the
+    declared ``min_recall_at_10``."""
+    got = [h.record.record_id for h in hits]
+    if not is_approximate(store):
+        assert got == list(expected), f"vector search returned {got}, expected {list(expected)}"
+        return
+    position = {rid: i for i, rid in enumerate(expected)}
+    assert all(rid in position for rid in got), f"vector search returned ineligible {[r for r in got if r not in position]}"
+    assert [position[r] for r in got] == sorted(position[r] for r in got), f"vector search order {got} differs from {list(expected)}"
+    if expected:
+        recall = len(set(got)) / len(expected)
+        assert recall >= store.min_recall_at_10 - 1e-9, f"recall {recall:.2f} < min_recall_at_10={store.min_recall_at_10}: {got} vs {list(expected)}"
 
 
 def assert_vector_hits(

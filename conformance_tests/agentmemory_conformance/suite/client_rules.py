@@ -14,7 +14,7 @@ from agentmemory.errors import NotFound
 from agentmemory.records import RecordStatus, RecordType
 from agentmemory.spi import RecordFilter
 
-from ..support import T0, ClientApi, FakeClock, clause
+from ..support import T0, ClientApi, FakeClock, assert_vector_ids, clause
 
 
 def _status(memory: ClientApi, rid: str) -> RecordStatus:
@@ -361,8 +361,9 @@ class ClientScopeTests:
         """Equal scores come in record-id order, whatever the insertion order."""
         for rid in ("tie-c", "tie-a", "tie-d", "tie-b"):
             memory.add_memory("identical text", user_id="u", memory_id=rid)
-        assert _hit_ids(memory.search("identical text", user_id="u")) == ["tie-a", "tie-b", "tie-c", "tie-d"]
-        assert _hit_ids(memory.search("identical text", user_id="u", max_results=2)) == ["tie-a", "tie-b"]
+        store = memory.target.store
+        assert_vector_ids(store, memory.search("identical text", user_id="u"), ["tie-a", "tie-b", "tie-c", "tie-d"])
+        assert_vector_ids(store, memory.search("identical text", user_id="u", max_results=2), ["tie-a", "tie-b"])
 
 
 _ = RecordType

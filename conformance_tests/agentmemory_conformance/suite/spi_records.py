@@ -18,7 +18,24 @@ from agentmemory.errors import (
 from agentmemory.records import RecordStatus, RecordType
 from agentmemory.spi import UNSET, Capability, MemoryStore, Order, RecordFilter, RecordPatch, SchemaPolicy, WriteBatch
 
-from ..support import DIM, E1, E2, E3, T0, Api, clause, ids, link, new, rec, requires, snapshot, vec, without_seq
+from ..support import (
+    DIM,
+    E1,
+    E2,
+    E3,
+    T0,
+    Api,
+    assert_vector_ids,
+    clause,
+    ids,
+    link,
+    new,
+    rec,
+    requires,
+    snapshot,
+    vec,
+    without_seq,
+)
 
 
 class LifecycleTests:
@@ -170,16 +187,16 @@ class RecordCrudTests:
         assert got.content == "new text" and got.seq == added.seq
 
     @clause("spi.write", "spi.vector-search")
-    def test_patch_vector_replaces_or_removes_it(self, api: Api) -> None:
+    def test_patch_vector_replaces_or_removes_it(self, api: Api, store: MemoryStore) -> None:
         """A patch with a vector moves the record in vector space; ``vector=None`` takes it out
         of vector search (the record stays readable); ``UNSET`` keeps it."""
         api.write(WriteBatch(add=[new(rec("a"), E1), new(rec("b"), E2)]))
         api.write(WriteBatch(patch=[RecordPatch("a", content="moved", vector=E3)]))
-        assert ids(api.vector_search(E3, k=1)) == ["a"]
+        assert_vector_ids(store, api.vector_search(E3, k=1), ["a"])
         api.write(WriteBatch(patch=[RecordPatch("a", content="again", vector=UNSET)]))
-        assert ids(api.vector_search(E3, k=1)) == ["a"]
+        assert_vector_ids(store, api.vector_search(E3, k=1), ["a"])
         api.write(WriteBatch(patch=[RecordPatch("a", vector=None)]))
-        assert ids(api.vector_search(E3, k=10)) == ["b"]
+        assert_vector_ids(store, api.vector_search(E3, k=10), ["b"])
         assert ids(api.query()) == ["a", "b"]
 
     @clause("spi.write", "spi.errors")
@@ -353,7 +370,7 @@ class QueryTests:
         assert api.count(both) == 1
 
     @clause("spi.query", "2.ttl")
-    def test_alive_at_and_expired_at(self, api: Api) -> None:
+    def test_alive_at_and_expired_at(self, api: Api, store: MemoryStore) -> None:
         """``alive_at`` hides records whose ``expires_at`` is at or before it (the boundary
         instant counts as expired); ``expired_at`` selects exactly those."""
         t = T0 + timedelta(days=1)
@@ -370,7 +387,7 @@ class QueryTests:
         assert ids(api.query(RecordFilter(alive_at=t))) == ["never", "after"]
         assert api.count(RecordFilter(alive_at=t)) == 2
         assert ids(api.query(RecordFilter(expired_at=t))) == ["before", "at"]
-        assert ids(api.vector_search(E1, RecordFilter(alive_at=t), k=10)) == ["after", "never"]
+        assert_vector_ids(store, api.vector_search(E1, RecordFilter(alive_at=t), k=10), ["after", "never"])
 
     @clause("spi.query")
     def test_count_matches_query_for_every_filter(self, api: Api) -> None:
@@ -417,7 +434,7 @@ class PersistenceTests:
         assert snapshot(again) == before
         [c] = again.write(WriteBatch(add=[new(rec("c"), E3)]))
         assert c.seq > max(r.seq for r in before.records)
-        assert ids(again.vector_search(vec(0, 1, 0.1), RecordFilter(), 1)) == ["b"]
+        assert_vector_ids(again, again.vector_search(vec(0, 1, 0.1), RecordFilter(), 1), ["b"])
 
     @clause("9.persistence")
     @requires(Capability.PERSISTENCE)
