@@ -16,7 +16,7 @@ from agentmemory.records import LinkType, RecordStatus
 from agentmemory.spi import Capability, MemoryStore, RecordFilter, RecordPatch, WriteBatch
 
 from ..faults import SECTIONS, FaultPlan, FaultyStore, InjectedFault
-from ..support import E1, E2, E3, Api, clause, ids, link, loop_for, new, rec, requires, snapshot, vec
+from ..support import E1, E2, E3, Api, clause, close_loop, ids, link, loop_for, new, rec, requires, snapshot, vec
 
 
 def _seed(api: Api) -> None:
@@ -57,8 +57,11 @@ class FaultTests:
         fail_at = 0 if position == "first" else len(getattr(batch, section)) - 1
         faulty = FaultyStore(store, FaultPlan(on_call=1, where="mid", section=section, fail_at=fail_at))  # type: ignore[arg-type]
         faulty.open(dimension=store.dimension)
-        with pytest.raises(AgentMemoryError):
-            Api(faulty, api.mode).write(batch)
+        try:
+            with pytest.raises(AgentMemoryError):
+                Api(faulty, api.mode).write(batch)
+        finally:
+            close_loop(faulty)
         assert snapshot(store) == before, f"a fault in {section}[{fail_at}] left a partial write"
         added = api.write(_big_batch())
         assert ids(added) == ["n0", "n1", "n2", "n3"]
@@ -73,12 +76,15 @@ class FaultTests:
         before = snapshot(store)
         faulty = FaultyStore(store, FaultPlan(on_call=1, where="before"))
         faulty.open(dimension=store.dimension)
-        with pytest.raises(InjectedFault):
-            Api(faulty, api.mode).write(_big_batch())
-        assert snapshot(store) == before
-        faulty.plan, faulty.writes = FaultPlan(on_call=1, where="after"), 0
-        with pytest.raises(InjectedFault):
-            Api(faulty, api.mode).write(_big_batch())
+        try:
+            with pytest.raises(InjectedFault):
+                Api(faulty, api.mode).write(_big_batch())
+            assert snapshot(store) == before
+            faulty.plan, faulty.writes = FaultPlan(on_call=1, where="after"), 0
+            with pytest.raises(InjectedFault):
+                Api(faulty, api.mode).write(_big_batch())
+        finally:
+            close_loop(faulty)
         assert ids(api.query()) == ["a", "b", "c", "n0", "n1", "n2"]
         assert ids(api.links()) == ["l3", "l4"]
 
