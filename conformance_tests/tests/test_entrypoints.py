@@ -180,3 +180,20 @@ def test_faulty_store_plans(where: str) -> None:
     assert [r.record_id for r in store.query(RecordFilter())] == expected
     store.write(WriteBatch(add=[new(rec("d"))]))
     assert store.count(RecordFilter()) == len(expected) + 1
+
+
+def test_zero_code_run_from_a_uri(pytester: pytest.Pytester) -> None:
+    """``--agentmemory-uri memory://`` alone picks the backend by the URI's scheme and builds it
+    with ``from_uri``."""
+    result = pytester.runpytest_inprocess(
+        "--pyargs", "agentmemory_conformance", "--agentmemory-uri", "memory://", "-k", "test_duplicate_ids", "-q", "-p", "no:cacheprovider"
+    )
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) == 2 and outcomes.get("failed", 0) == 0, result.outlines[-20:]
+
+
+def test_profile_is_validated(pytester: pytest.Pytester) -> None:
+    """An unknown ``--agentmemory-profile`` is a usage error, not a silent default."""
+    result = pytester.runpytest_inprocess("--pyargs", "agentmemory_conformance", "--agentmemory-profile", "weekly", "-q", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert any("weekly" in line for line in result.errlines + result.outlines)
