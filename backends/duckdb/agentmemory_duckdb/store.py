@@ -1,16 +1,17 @@
 """``DuckDBStore``: the embedded default backend — one DuckDB file, exact and HNSW vector
 search, BM25 keyword search, transactional batches.
 
-Design in one paragraph: ``am_records`` holds every record with its vector; all reads are
+Design in one paragraph: ``am_records`` holds every record with its vector, and every read is
 correct from it alone (exact scans). Two derived indexes accelerate search: an HNSW index
-(vss) and a BM25 index (fts), each built on an immutable *snapshot table* that remembers the
-``ver`` watermark it covers. A query uses the index for rows at or below the watermark whose
-``ver`` still matches, and scans the newer rows ("the delta") exactly, so a record is
-searchable the moment its batch commits, and deleted or changed rows never leak from a stale
-index. Indexes are rebuilt in a background thread (or by ``build_indexes()``) when the delta
-grows, so ingest never pays for index maintenance. A per-query planner picks between an exact
-scan of the rows the filter selects and the HNSW index with over-fetch (DuckDB's HNSW applies
-``WHERE`` after the index, so a selective filter would otherwise lose results).
+(vss) and a BM25 index (fts), each built on an immutable *snapshot table* taken at one value of
+the store's write clock (its watermark). A query uses a snapshot for its rows that have not
+changed since (changed ones are listed in ``am_stale``) and scans the rows written after the
+watermark ("the delta") exactly, so a record is searchable the moment its batch commits and
+deleted or changed rows never leak from a stale index. Indexes are rebuilt in a background
+thread (or by ``build_indexes()``) when the delta grows, so ingest never pays for index
+maintenance. A per-query planner picks between an exact scan of the rows the filter selects
+and the HNSW index with over-fetch (DuckDB's HNSW applies ``WHERE`` after the index, so a
+selective filter would otherwise lose results).
 """
 
 from __future__ import annotations
@@ -82,12 +83,12 @@ log = logging.getLogger(__name__)
 _COLS = qualified_columns("r")
 _SNAPSHOT_COLUMNS = "r.rid, r.rtype, r.user_id, r.agent_id, r.thread_id, r.status, r.expires_us, r.seq, r.metadata"
 """The columns a filter may read (see ``compile_filter``), copied into every snapshot table."""
-# planner cost model (ms), fitted on the measurements in the README (2-vCPU machine, 384-d)
-_EXACT_BASE_MS = 1.5
-_EXACT_ROW_MS = 0.0012
-_INDEX_BASE_MS = 4.0
-_INDEX_EF_MS = 0.02
-_STALE = "NOT EXISTS (SELECT 1 FROM am_stale s WHERE s.rid = r.rid AND s.clock > {watermark})"
+# planner cost model (ms per query), fitted at 100k 384-d rows on the 2-vCPU machine (README):
+# exact scan ~ 4 + 0.0035 per selected row; HNSW ~ 6 + 0.09 per candidate (ef)
+_EXACT_BASE_MS = 4.0
+_EXACT_ROW_MS = 0.0035
+_INDEX_BASE_MS = 6.0
+_INDEX_EF_MS = 0.09
 _FTS_IGNORE = r"[^\p{L}\p{N}_]+"
 """Characters the BM25 tokenizer drops: everything but letters, digits and ``_`` — the
 reference tokenizer's ``\\w+`` (digits such as order numbers stay searchable)."""
@@ -95,7 +96,7 @@ reference tokenizer's ``\\w+`` (digits such as order numbers stay searchable).""
 
 @dataclass(frozen=True)
 class IndexState:
-    """A built derived index: its snapshot table, the ``ver`` watermark it covers, its rows."""
+    """A built derived index: its snapshot table, the write-clock value it was taken at, its rows."""
 
     table: str
     watermark: int
@@ -164,7 +165,8 @@ class DuckDBStore(MemoryStore):
       many rows (default 2,000); above, a cost model picks exact scan or index.
     * ``overfetch`` / ``max_fetch`` — HNSW candidates = ``k * overfetch / selectivity + k``;
       above ``max_fetch`` the planner scans exactly (defaults 4.0 and 4,000).
-    * ``hnsw_m``, ``hnsw_ef_construction``, ``hnsw_ef_search`` — HNSW parameters (16, 128, 100).
+    * ``hnsw_m``, ``hnsw_ef_construction``, ``hnsw_ef_search`` — HNSW parameters (16, 128, 64;
+      the search uses at least as many candidates as it fetches).
     """
 
     name = "duckdb"
@@ -188,7 +190,7 @@ class DuckDBStore(MemoryStore):
         max_fetch: int | str = 4_000,
         hnsw_m: int | str = 16,
         hnsw_ef_construction: int | str = 128,
-        hnsw_ef_search: int | str = 100,
+        hnsw_ef_search: int | str = 64,
     ) -> None:
         super().__init__()
         if isinstance(path, Path):
@@ -225,6 +227,8 @@ class DuckDBStore(MemoryStore):
         self._ef_current: int | None = None
         self._loaded: set[str] = set()
         self._building = 0
+        self._seq = self._clock = 0
+        self._claimed: str | None = None
         # approximate change counters that decide when to rebuild (exact ones are in SQL)
         self._n_vectors = 0
         self._vec_changes = 0
@@ -289,7 +293,12 @@ class DuckDBStore(MemoryStore):
                     "open it with schema_policy='create_if_necessary' to create it"
                 )
             self._path.parent.mkdir(parents=True, exist_ok=True)
-        con = self._connect()
+        self._claim()
+        try:
+            con = self._connect()
+        except BaseException:
+            self._release()
+            raise
         try:
             with _mapped_errors():
                 self._loaded = set()
@@ -321,12 +330,36 @@ class DuckDBStore(MemoryStore):
                 self._load_state(con, tables)
         except BaseException:
             con.close()
+            self._release()
             raise
         self._con = con
         self._ef_current = None
         self._stop.clear()
         self._dimension = dimension  # so a build started right away sees an open store
         self._maybe_start_builder()
+
+    def _claim(self) -> None:
+        """Register this store as the file's writer in this process (read-only stores and
+        ``:memory:`` need no claim); a second writer gets ``BackendUnavailable``."""
+        if self._path is None or self._read_only:
+            return
+        key = str(self._path.resolve())
+        with _CLAIMS_LOCK:
+            owner = _CLAIMS.get(key)
+            if owner is not None and owner != id(self):
+                raise BackendUnavailable(
+                    f"DuckDB database {key} is already open for writing by another DuckDBStore in this "
+                    "process; share that store (one writer per file)"
+                )
+            _CLAIMS[key] = id(self)
+        self._claimed = key
+
+    def _release(self) -> None:
+        if self._claimed is not None:
+            with _CLAIMS_LOCK:
+                if _CLAIMS.get(self._claimed) == id(self):
+                    del _CLAIMS[self._claimed]
+            self._claimed = None
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
         ext_dir = _schema.extension_directory()
@@ -407,13 +440,19 @@ class DuckDBStore(MemoryStore):
             for table in sorted(tables):
                 if table.startswith(("am_vidx_", "am_fts_")) and table not in current:
                     _drop_snapshot(con, table)
-        n_vectors, vec_stale, doc_stale = con.execute(  # type: ignore[misc]
-            "SELECT count(*) FILTER (WHERE has_vec), count(*) FILTER (WHERE has_vec AND ver > ?), count(*) FILTER (WHERE has_vec AND ver > ?) FROM am_records",
-            [0 if self._vidx is None else self._vidx.watermark, 0 if self._fts is None else self._fts.watermark],
+        self._seq, self._clock = int(meta.get("seq", "0")), int(meta.get("ver", "0"))
+        vw = 0 if self._vidx is None else self._vidx.watermark
+        fw = 0 if self._fts is None else self._fts.watermark
+        # "changes" = rows past a snapshot's watermark plus its stale rows: zero means the
+        # snapshot answers alone (queries then skip the delta and stale look-ups)
+        n_vectors, vec_changes, doc_changes = con.execute(  # type: ignore[misc]
+            f"SELECT count(*) FILTER (WHERE has_vec), count(*) FILTER (WHERE has_vec AND ver > {vw}) "
+            f"+ (SELECT count(*) FROM am_stale WHERE clock > {vw}), count(*) FILTER (WHERE has_vec AND ver > {fw}) "
+            f"+ (SELECT count(*) FROM am_stale WHERE clock > {fw}) FROM am_records"
         ).fetchone()
         self._n_vectors = int(n_vectors)
-        self._vec_changes, self._vec_changes_at_build = int(vec_stale), 0
-        self._doc_changes, self._doc_changes_at_build = int(doc_stale), 0
+        self._vec_changes, self._vec_changes_at_build = int(vec_changes), 0
+        self._doc_changes, self._doc_changes_at_build = int(doc_changes), 0
 
     def _close(self) -> None:
         self._stop.set()
@@ -431,6 +470,7 @@ class DuckDBStore(MemoryStore):
                     con.remove_function(self._udf)
                 with contextlib.suppress(duckdb.Error):
                     con.close()
+            self._release()
 
     def _conn(self) -> duckdb.DuckDBPyConnection:
         con = self._con
@@ -446,7 +486,7 @@ class DuckDBStore(MemoryStore):
             con = self._conn()
             try:
                 with _mapped_errors(), _transaction(con):
-                    added, vec_changes, doc_changes, vec_count = self._apply(con, batch)
+                    applied = self._apply(con, batch)
             except _DuplicateAdd:
                 # rolled back; name the first id in batch order that exists, like the reference
                 ids = [item.record.record_id for item in batch.add]
@@ -456,17 +496,18 @@ class DuckDBStore(MemoryStore):
                     ).fetchall()}
                 first = next((rid for rid in ids if rid in stored), ids[0])
                 raise Conflict(f"record id {first!r} already exists") from None
+            added, vec_changes, doc_changes, vec_count, self._seq, self._clock = applied
             self._vec_changes += vec_changes
             self._doc_changes += doc_changes
             self._n_vectors += vec_count
             self._maybe_start_builder()
             return added
 
-    def _apply(self, con: duckdb.DuckDBPyConnection, batch: WriteBatch) -> tuple[list[Record], int, int, int]:
+    def _apply(self, con: duckdb.DuckDBPyConnection, batch: WriteBatch) -> tuple[list[Record], int, int, int, int, int]:
         """Apply ``batch`` inside the open transaction, in the reference order; return the added
-        records and the (vector changes, text changes, vector count delta) it makes."""
-        counters = dict(con.execute("SELECT key, value FROM am_meta WHERE key IN ('seq', 'ver')").fetchall())
-        seq, ver = int(counters["seq"]), int(counters["ver"])
+        records, the (vector changes, text changes, vector count delta) it makes, and the new
+        ``seq`` and clock values."""
+        seq, ver = self._seq, self._clock  # this store is the file's only writer (see _claim)
         changes = vec_count = 0
         stale: list[tuple[str, int]] = []
         added: list[Record] = []
@@ -545,7 +586,7 @@ class DuckDBStore(MemoryStore):
             f"UPDATE am_meta SET value = CASE key WHEN 'seq' THEN '{int(seq)}' ELSE '{int(ver)}' END "
             "WHERE key IN ('seq', 'ver')"
         )
-        return added, changes, changes, vec_count
+        return added, changes, changes, vec_count, seq, ver
 
     def _add_link(self, con: duckdb.DuckDBPyConnection, link: Link) -> None:
         src, dst, lid = sql_str(link.source_id), sql_str(link.target_id), sql_str(link.link_id)
@@ -722,15 +763,20 @@ class DuckDBStore(MemoryStore):
             self._ef_current = ef
         table = ident(vidx.table)
         snap_cols = _SNAPSHOT_COLUMNS.replace("r.", "")
+        clean = self._vec_changes == self._vec_changes_at_build  # nothing changed since the build
+        stale = set() if clean else _stale_ids(con, vidx.watermark)
         indexed = con.execute(
             f"WITH cand AS (SELECT {snap_cols}, array_cosine_distance(vec, ?::FLOAT[{dim}]) AS dist "
             f"FROM {table} ORDER BY dist LIMIT {int(fetch)}) "
-            f"SELECT r.rid, r.dist FROM cand r WHERE {_STALE.format(watermark=int(vidx.watermark))} AND {where} "
-            f"ORDER BY round(r.dist::DOUBLE, 6), r.rid LIMIT {int(k)}",
+            f"SELECT r.rid, r.dist FROM cand r WHERE {where} "
+            f"ORDER BY round(r.dist::DOUBLE, 6), r.rid LIMIT {int(k + len(stale))}",
             [q, *params],
         ).fetchall()
+        indexed = [(rid, d) for rid, d in indexed if rid not in stale][:k]
         if len(indexed) < k:
             return None
+        if clean:
+            return indexed
         delta = con.execute(
             f"SELECT r.rid, array_cosine_distance(r.vec, ?::FLOAT[{dim}]) AS dist FROM am_records r "
             f"WHERE r.ver > {int(vidx.watermark)} AND r.has_vec AND {where} ORDER BY round(dist::DOUBLE, 6), r.rid LIMIT {int(k)}",
@@ -751,10 +797,13 @@ class DuckDBStore(MemoryStore):
             fts = self._fts
             watermark = 0 if fts is None else fts.watermark
             indexed: list[tuple[str, float]] = []
+            clean = self._doc_changes == self._doc_changes_at_build  # nothing changed since the build
             if fts is not None and fts.rows:
-                sql = _bm25_sql(ident(fts.table), where, k, watermark)
-                indexed = [(rid, float(score)) for rid, score in con.execute(sql, [text, *params]).fetchall()]
-            delta_rows = con.execute(
+                stale = set() if clean else _stale_ids(con, watermark)
+                sql = _bm25_sql(ident(fts.table), where, k + len(stale))
+                hits = con.execute(sql, [text, *params]).fetchall()
+                indexed = [(rid, float(score)) for rid, score in hits if rid not in stale][:k]
+            delta_rows = [] if clean else con.execute(
                 f"SELECT {_COLS} FROM am_records r WHERE r.ver > {int(watermark)} AND r.has_vec AND {where}",
                 params,
             ).fetchall()
@@ -967,9 +1016,15 @@ class DuckDBStore(MemoryStore):
 
 
 
-def _bm25_sql(table: str, where: str, k: int, watermark: int) -> str:
+def _stale_ids(con: duckdb.DuckDBPyConnection, watermark: int) -> set[str]:
+    """Ids whose snapshot rows (taken at ``watermark``) no longer match the live rows. Filtered
+    in Python: as a SQL anti-join it turns a 7 ms HNSW query into a 16 ms one at 100k rows."""
+    return {rid for (rid,) in con.execute(f"SELECT DISTINCT rid FROM am_stale WHERE clock > {int(watermark)}").fetchall()}
+
+
+def _bm25_sql(table: str, where: str, k: int) -> str:
     """Top-k ``(rid, score)`` by BM25 over the fts tables of snapshot ``table``, among its rows
-    that are not stale and pass ``where``. Only documents holding a query term are scored (the
+    that pass ``where`` (stale ones are dropped by the caller). Only documents holding a query term are scored (the
     fts macro ``match_bm25`` scores every document, and uses a base-10 log). Parameter: the
     query text."""
     fts = f"fts_main_{table}"
@@ -985,7 +1040,7 @@ def _bm25_sql(table: str, where: str, k: int, watermark: int) -> str:
         f"GROUP BY tf.docid), "
         f"hits AS (SELECT {_SNAPSHOT_COLUMNS.replace('r.', 's.')}, sc.score FROM sc "
         f"JOIN {fts}.docs d ON d.docid = sc.docid JOIN {table} s ON s.rid = d.name) "
-        f"SELECT r.rid, r.score FROM hits r WHERE {_STALE.format(watermark=int(watermark))} AND {where} "
+        f"SELECT r.rid, r.score FROM hits r WHERE {where} "
         f"ORDER BY r.score DESC, r.rid LIMIT {int(k)}"
     )
 
@@ -1008,6 +1063,12 @@ def _merge_with_rows(
             for row in con.execute(f"SELECT {_COLS} FROM am_records r WHERE r.rid IN ({', '.join(sql_str(w) for w in wanted)})").fetchall()
         }
     return [(*(fetched[rid] if row is None else row[:-1]), v) for _, rid, v, row in top]
+
+
+_CLAIMS: dict[str, int] = {}
+"""Files open for writing in this process (path -> id of the store): one writer per file, as
+DuckDB's lock already guarantees across processes. The in-memory counters rely on it."""
+_CLAIMS_LOCK = threading.Lock()
 
 
 class _DuplicateAdd(Exception):

@@ -230,3 +230,15 @@ def test_closed_store_refuses_work(db_path: Path, h: Any) -> None:
     store.close()
     with pytest.raises(BackendUnavailable):
         store.query(RecordFilter())
+
+
+def test_second_writer_in_the_same_process_is_refused(db_path: Path, h: Any) -> None:
+    first = h.open_store(db_path)
+    try:
+        with pytest.raises(BackendUnavailable, match="already open"):
+            DuckDBStore(db_path).open(dimension=4)
+        first.open(dimension=4)  # reopening the open store itself is a no-op
+    finally:
+        first.close()
+    second = h.open_store(db_path)  # released on close
+    second.close()

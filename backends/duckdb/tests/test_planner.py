@@ -211,3 +211,29 @@ def test_auto_planner_rule() -> None:
     assert DuckDBStore("unused.duckdb", planner="index")._index_pays(3_000, 4_000, 384)
     with pytest.raises(Exception, match="planner"):
         DuckDBStore("unused.duckdb", planner="fast")
+
+
+def test_stale_snapshot_rows_stay_hidden_after_reopen(tmp_path: Path, h: Any) -> None:
+    """Deletes recorded against a snapshot are honoured after a reopen, when the in-memory
+    change counters start from the file (a delete leaves no delta row: a store that counted
+    only those would think its snapshot clean and skip the stale look-up)."""
+    data = h.clustered_vectors(600, DIM, seed=5)
+    path = tmp_path / "m.duckdb"
+    store = DuckDBStore(path, auto_index=False, planner="index", exact_max_rows=0)
+    store.open(dimension=DIM)
+    store.write(WriteBatch(add=[h.new(f"r{i:05d}", data[i], f"doc{i} words") for i in range(600)]))
+    store.build_indexes()
+    store.write(WriteBatch(delete=["r00000"]))
+    store.close()
+    store = DuckDBStore(path, auto_index=False, planner="index", exact_max_rows=0)
+    store.open(dimension=DIM)
+    try:
+        assert "r00000" not in [x.record.record_id for x in store.vector_search(data[0], RecordFilter(), 5)]
+        assert store.last_plan is not None and store.last_plan.strategy == "index"
+        assert store.keyword_search("doc0", RecordFilter(), 5) == []
+        store.write(WriteBatch(patch=[RecordPatch("r00001", content="changed", vector=-data[1])]))
+        assert "r00001" not in [x.record.record_id for x in store.vector_search(data[1], RecordFilter(), 5)]
+        assert [x.record.record_id for x in store.keyword_search("changed", RecordFilter(), 5)] == ["r00001"]
+        assert store.keyword_search("doc1", RecordFilter(), 5) == []
+    finally:
+        store.close()
