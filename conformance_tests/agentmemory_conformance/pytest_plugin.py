@@ -143,11 +143,12 @@ class ResultCollector:
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         """Remember clauses and capabilities of every collected conformance test."""
         for item in items:
-            func = getattr(item, "function", None)
-            if func is None or not str(getattr(func, "__module__", "")).startswith(SUITE_MODULE_PREFIX):
+            suite_func = _suite_function(item)
+            if suite_func is None:
                 continue
-            clauses = sorted({c for m in item.iter_markers("agentmemory_clause") for c in m.args})
-            requires = sorted({c for m in item.iter_markers("agentmemory_requires") for c in m.args})
+            marks = [*item.iter_markers(), *getattr(suite_func, "pytestmark", [])]
+            clauses = sorted({c for m in marks if m.name == "agentmemory_clause" for c in m.args})
+            requires = sorted({c for m in marks if m.name == "agentmemory_requires" for c in m.args})
             self._meta[item.nodeid] = (_group_of(item), clauses, requires)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -196,6 +197,17 @@ class ResultCollector:
                 f"agentmemory conformance [{rep['group']}] backend={name}: {t['passed']} passed, {t['failed']} failed, "
                 f"{t['skipped']} skipped, {t['xfailed']} xfailed (profile {self.profile})"
             )
+
+
+def _suite_function(item: pytest.Item) -> Any:
+    """The suite's own definition of a collected test (also when a backend's class overrides
+    it, e.g. as a strict xfail), or None for tests that are not conformance tests."""
+    cls = getattr(item, "cls", None)
+    name = getattr(item, "originalname", None) or item.name
+    for klass in getattr(cls, "__mro__", ()):
+        if klass.__module__.startswith(SUITE_MODULE_PREFIX) and name in vars(klass):
+            return vars(klass)[name]
+    return None
 
 
 def _group_of(item: pytest.Item) -> str:

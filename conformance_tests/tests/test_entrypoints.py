@@ -149,11 +149,19 @@ class TestWeakened(BackendConformance):
     ],
     ids=["pass-override", "removed", "non-strict-xfail", "strict-xfail-with-reason"],
 )
-def test_override_guard(pytester: pytest.Pytester, body: str, guard_passes: bool) -> None:
-    """Overrides are only allowed as strict xfails with a reason; anything else fails the guard."""
+def test_override_guard(pytester: pytest.Pytester, body: str, guard_passes: bool, tmp_path: Path) -> None:
+    """Overrides are only allowed as strict xfails with a reason; anything else fails the guard.
+    An allowed opt-out shows in the report as ``xfailed`` with its reason and clauses."""
     pytester.makepyfile(test_weakened=GUARD_FILE.format(body=body))
-    result = pytester.runpytest_inprocess("-q", "-k", "DO_NOT_OVERRIDE", "-p", "no:cacheprovider")
-    assert (result.parseoutcomes().get("passed", 0) == 1) is guard_passes, result.outlines[-15:]
+    out = tmp_path / "report.json"
+    result = pytester.runpytest_inprocess(
+        "-q", "-k", "DO_NOT_OVERRIDE or test_ties_break_by_record_id", "-p", "no:cacheprovider", "--agentmemory-report-json", str(out)
+    )
+    guard = [t for t in json.loads(out.read_text())["reports"][0]["tests"] if "DO_NOT_OVERRIDE" in t["test"]]
+    assert (guard[0]["outcome"] == "passed") is guard_passes, result.outlines[-15:]
+    if guard_passes:
+        [opt_out] = [t for t in json.loads(out.read_text())["reports"][0]["tests"] if "test_ties_break_by_record_id" in t["test"]]
+        assert opt_out["outcome"] == "xfailed" and "issue 12" in opt_out["detail"] and "7.ties" in opt_out["clauses"]
 
 
 def test_faulty_sequence_fires_only_after_the_validation_pass() -> None:

@@ -338,8 +338,9 @@ class ClientScopeTests:
 
     @clause("7.scope", "9.scope-boundary")
     def test_search_scope_states(self, memory: ClientApi) -> None:
-        """A user's search never returns another user's records; agent and thread scopes take
-        the three states (exact id, exact absent, unconstrained)."""
+        """A user's search and listing never return another user's records (not even one whose id
+        extends it); agent and thread scopes take the three states (exact id, exact absent,
+        unconstrained)."""
         memory.add_memory("shared topic words", user_id="u", agent_id="a", memory_id="u-a")
         memory.add_memory("shared topic words", user_id="u", memory_id="u-none")
         memory.add_memory("shared topic words", user_id="u1", agent_id="a", memory_id="u1-a")
@@ -355,6 +356,15 @@ class ClientScopeTests:
         assert found(user_id="u", agent_id="a", exact_agent_match=False) == ["u-a", "u-none"]
         assert found(user_id=None) == ["nobody"]
         assert found(user_id="u1") == ["u1-a"]
+
+        def listed(**kw: Any) -> list[str]:
+            return sorted(r.record_id for r in memory.list_memories(**kw))
+
+        assert listed(user_id="u") == ["u-a", "u-none"]
+        assert listed(user_id="u1") == ["u1-a"]
+        assert listed(user_id=None) == ["nobody"]
+        assert listed(user_id="u", agent_id=None) == ["u-none"]
+        assert listed(agent_id="a") == ["u-a", "u1-a"]
 
     @clause("7.ties")
     def test_ties_break_by_id_in_client_search(self, memory: ClientApi) -> None:
