@@ -12,9 +12,9 @@ import pytest
 
 from agentmemory.errors import NotFound
 from agentmemory.records import RecordStatus, RecordType
-from agentmemory.spi import RecordFilter
+from agentmemory.spi import Capability, RecordFilter
 
-from ..support import T0, ClientApi, FakeClock, assert_vector_ids, clause
+from ..support import T0, ClientApi, FakeClock, assert_vector_ids, clause, requires
 
 
 def _status(memory: ClientApi, rid: str) -> RecordStatus:
@@ -377,3 +377,46 @@ class ClientScopeTests:
 
 
 _ = RecordType
+
+
+class ClientStrategyTests:
+    """Keyword and hybrid strategies through the client (``KEYWORD_SEARCH``), and client data
+    across a reopen (``PERSISTENCE``)."""
+
+    @clause("7.strategies", "7.scope")
+    @requires(Capability.KEYWORD_SEARCH)
+    def test_keyword_and_hybrid_strategies(self, memory: ClientApi) -> None:
+        """Keyword search finds exact words the vector side may rank low; hybrid fuses both
+        (reciprocal rank fusion) and keeps each record once; scope holds for both."""
+        memory.add_memory("the invoice number is ZX-4471", user_id="u", memory_id="invoice")
+        memory.add_memory("prefers window seats on trains", user_id="u", memory_id="seats")
+        memory.add_memory("the invoice number is ZX-4471", user_id="v", memory_id="other-user")
+        keyword = _hit_ids(memory.search("ZX-4471 invoice", user_id="u", strategy="keyword"))
+        assert keyword == ["invoice"]
+        hybrid = _hit_ids(memory.search("ZX-4471 invoice", user_id="u", strategy="hybrid"))
+        assert hybrid[0] == "invoice" and len(hybrid) == len(set(hybrid)) and "other-user" not in hybrid
+        results = memory.search("ZX-4471 invoice", user_id="u", strategy="hybrid")
+        assert all(r.score > 0 for r in results)
+
+    @clause("9.persistence", "2.thread")
+    @requires(Capability.PERSISTENCE)
+    def test_client_data_survives_reopen(self, memory_factory: Callable[..., Any]) -> None:
+        """Threads (with their persisted settings), messages, memories, profiles, links and
+        statuses are all there after the client is closed and a new one opens the same path."""
+        mem = memory_factory("persist")
+        thread = mem.create_thread("t", user_id="u", metadata={"topic": "trains"}, extract_memories=False, memory_extraction_frequency=3)
+        ids = thread.add_messages([{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi there"}])
+        old = mem.add_memory("lives in Paris", user_id="u", memory_id="old")
+        mem.add_memory("lives in Lyon", user_id="u", memory_id="new", memory_id_to_link=old, link_type="supersedes")
+        mem.add_user("u", "a user who likes trains")
+        mem.close()
+        again = memory_factory("persist")
+        reopened = again.get_thread("t")
+        assert [m.record_id for m in reopened.get_messages(0, 10)] == ids
+        [info] = again.list_threads()
+        assert info.metadata == {"topic": "trains"}
+        assert info.memory_extraction_config == {"extract_memories": False, "memory_extraction_frequency": 3}
+        assert again.get_memory("old").status is RecordStatus.INVALID
+        assert [lk.link_type.value for lk in again.list_record_links("old")] == ["supersedes"]
+        assert [p.actor_id for p in again.list_users()] == ["u"]
+        assert "new" in _hit_ids(again.search("lives in Lyon", user_id="u"))
