@@ -115,7 +115,11 @@ def f(value: Any, digits: int = 2) -> str:
 
 def x(value: float | None) -> str:
     """A ratio cell: ``1.3×``."""
-    return "–" if value is None else f"{value:.2f}×" if value < 10 else f"{value:.0f}×"
+    if value is None:
+        return "–"
+    if value < 0.01:
+        return f"{value:.1g}×"
+    return f"{value:.2f}×" if value < 10 else f"{value:.0f}×"
 
 
 def mb(value: int | None) -> str:
