@@ -59,3 +59,26 @@ def test_a_new_city_supersedes_the_old_one_across_threads() -> None:
     mem.create_thread("s2", user_id="u").add_messages([{"role": "user", "content": "Big news: we moved, I live in Oslo now."}])
     by_content = {m.content: m.status for m in mem.list_memories(user_id="u")}
     assert by_content == {"The user lives in Lisbon.": RecordStatus.INVALID, "The user lives in Oslo.": RecordStatus.VALID}
+
+
+@pytest.mark.parametrize("text", [
+    "My neighbour Bob swears by chai but I never tried it.",  # "never" mid-sentence is no instruction
+    "Who is my manager and on which day is our weekly sync?",  # questions state nothing
+])
+def test_no_memories_from_asides_and_questions(text: str) -> None:
+    assert extract(text) == []
+
+
+def test_instructions_open_their_sentence() -> None:
+    assert extract("I prefer short answers. From now on, answer in German please.") == [
+        ("preference", "The user prefers short answers.", None),
+        ("guideline", "User instruction: From now on, answer in German please.", None),
+    ]
+
+
+def test_memories_carry_the_time_of_their_message() -> None:
+    mem = AgentMemory("memory://", embedder=HashingEmbedder(64), memory_extraction_config={"enable_context_summary": False})
+    thread = mem.create_thread("t", user_id="u")
+    thread.add_messages([{"role": "user", "content": "I live in Lisbon.", "timestamp": "2025-03-04T10:00:00Z"}])
+    (memory,) = mem.list_memories(user_id="u")
+    assert memory.timestamp == datetime(2025, 3, 4, 10, tzinfo=timezone.utc)

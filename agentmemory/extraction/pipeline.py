@@ -164,6 +164,8 @@ def extract_op(
     if not candidates:
         return []
     now = client.now()
+    # a memory is as old as the newest message it came from (imported history keeps its dates)
+    stated_at = max((m.timestamp for m in window if m.record_id in new_ids), default=now)
     extraction_id = new_id()
     records = []
     for cand in candidates:
@@ -180,9 +182,9 @@ def extract_op(
                 user_id=thread.user_id,
                 agent_id=thread.agent_id,
                 thread_id=thread.thread_id,
-                timestamp=now,
+                timestamp=stated_at,
                 created_at=now,
-                expires_at=client.expires_at(_omitted(), now, now),
+                expires_at=client.expires_at(_omitted(), now, stated_at),
                 metadata={RESERVED_METADATA_KEY: internal},
             )
         )

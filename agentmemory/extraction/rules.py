@@ -27,9 +27,9 @@ _PREFERENCE = re.compile(
     r"\bI(?: really| strongly| usually| always)? (prefer|like|love|enjoy|hate|dislike|don't like|do not like|can't stand)\s+([^.!?\n]{3,160})",
     re.I,
 )
-_GUIDELINE = re.compile(
-    r"\b(?:from now on|going forward|in (?:the )?future|please always|please never|always|never)\b[, ]*([^.!?\n]{5,200})",
-    re.I,
+_GUIDELINE = re.compile(  # a standing instruction opens its sentence ("Always …", "Please never …")
+    r"(?:^|[.!?:]\s+|\bplease\s+)(?:from now on|going forward|in (?:the )?future|always|never)\b[, ]*([^.!?\n]{5,200})",
+    re.I | re.M,
 )
 _MY_ATTR = re.compile(r"\bmy ([a-z][a-z ]{1,30}?) (?:is|are) ([^.!?\n,]{2,120})", re.I)
 _ACTIVITY = re.compile(
@@ -108,7 +108,8 @@ class RuleBasedExtractor(Extractor):
         return ExtractionOutput(memories=found[:30])
 
     def _scan(self, msg: Record, add: Any) -> None:
-        text = msg.content
+        # questions state nothing ("Who is my manager?"): only statements are scanned
+        text = " ".join(m.group(0).strip() for m in _SENTENCE.finditer(msg.content) if not m.group(0).strip().endswith("?"))
         for pattern, kind in _NAME_PATTERNS:
             for match in pattern.finditer(text):
                 name = match.group(1)
@@ -123,7 +124,7 @@ class RuleBasedExtractor(Extractor):
             verb, obj = match.group(1).lower(), match.group(2).strip()
             add("preference", f"The user {_third_person(verb)} {obj}.", [])
         for match in _GUIDELINE.finditer(text):
-            sentence = _sentence_with(text, match.start())
+            sentence = _sentence_with(text, match.end() - 1)
             if not _CONTACT.search(sentence):  # contact wishes are a slotted preference below
                 add("guideline", f"User instruction: {sentence}", [])
         for match in _LIVES.finditer(text):
