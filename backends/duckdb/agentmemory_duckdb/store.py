@@ -17,6 +17,7 @@ selective filter would otherwise lose results).
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import secrets
@@ -81,8 +82,9 @@ from ._sql import (
 log = logging.getLogger(__name__)
 
 _COLS = qualified_columns("r")
-_SNAPSHOT_COLUMNS = "r.rid, r.rtype, r.user_id, r.agent_id, r.thread_id, r.status, r.expires_us, r.seq, r.metadata"
-"""The columns a filter may read (see ``compile_filter``), copied into every snapshot table."""
+_SNAPSHOT_COLUMNS = f"{_COLS}, r.expires_us"
+"""Copied into every snapshot table: the record as read plus what filters read, so a snapshot
+hit that is not stale is answered without touching ``am_records``."""
 # planner cost model (ms per query), fitted at 100k 384-d rows on the 2-vCPU machine (README):
 # exact scan ~ 4 + 0.0035 per selected row; HNSW ~ 6 + 0.09 per candidate (ef)
 _EXACT_BASE_MS = 4.0
@@ -616,7 +618,9 @@ class DuckDBStore(MemoryStore):
         matrix = np.zeros((n, dim), dtype=np.float32)
         mask = np.ones(n, dtype=bool)
         for i, item in enumerate(batch.add):
-            rec = item.record.model_copy(update={"seq": seq + i + 1})
+            meta_json = dump_json(item.record.metadata) if item.record.metadata else "{}"
+            # the returned record carries what reads will return: its own metadata, as stored
+            rec = item.record.model_copy(update={"seq": seq + i + 1, "metadata": json.loads(meta_json)})
             added.append(rec)
             cols["rid"].append(rec.record_id)
             cols["rtype"].append(rec.record_type.value)
@@ -631,7 +635,7 @@ class DuckDBStore(MemoryStore):
             cols["expires"].append(iso(rec.expires_at))
             cols["expires_us"].append(None if rec.expires_at is None else to_micros(rec.expires_at))
             cols["status"].append(rec.status.value)
-            cols["metadata"].append(dump_json(rec.metadata))
+            cols["metadata"].append(meta_json)
             cols["ver"].append(ver + i + 1)
             if item.vector is not None:
                 matrix[i] = np.asarray(item.vector, dtype=np.float32)
@@ -694,6 +698,7 @@ class DuckDBStore(MemoryStore):
         with self._lock, _mapped_errors():
             con = self._conn()
             vidx = self._vidx if self._vector_index else None
+            full_rows: list[Any] | None = None
             if vidx is None or vidx.rows == 0:
                 self.last_plan = SearchPlan("exact", -1)
                 pairs = self._exact(con, q, dim, where, params, k)
@@ -708,18 +713,15 @@ class DuckDBStore(MemoryStore):
                     self.last_plan = SearchPlan("exact", 0)
                     return []
                 fetch = self._fetch_size(matching, vidx.rows, k)
-                if not self._index_pays(matching, fetch, dim):
-                    self.last_plan = SearchPlan("exact", matching)
-                    pairs = self._exact(con, q, dim, where, params, k)
+                pairs = []
+                if self._index_pays(matching, fetch, dim):
+                    full_rows = self._via_index(con, vidx, q, dim, where, params, k, fetch)
+                    self.last_plan = SearchPlan("index", matching, fetch, fallback=full_rows is None)
                 else:
-                    via_index = self._via_index(con, vidx, q, dim, where, params, k, fetch)
-                    if via_index is None:
-                        self.last_plan = SearchPlan("index", matching, fetch, fallback=True)
-                        pairs = self._exact(con, q, dim, where, params, k)
-                    else:
-                        self.last_plan = SearchPlan("index", matching, fetch)
-                        pairs = via_index
-            rows = _merge_with_rows(con, pairs, [], k, ascending=True)
+                    self.last_plan = SearchPlan("exact", matching)
+                if full_rows is None:
+                    pairs = self._exact(con, q, dim, where, params, k)
+            rows = _merge_with_rows(con, pairs, full_rows or [], k, ascending=True)
         return [Hit(record=decode_record(row), distance=float(row[-1])) for row in rows]
 
     def _fetch_size(self, matching: int, indexed: int, k: int) -> int:
@@ -753,10 +755,11 @@ class DuckDBStore(MemoryStore):
     def _via_index(
         self, con: duckdb.DuckDBPyConnection, vidx: IndexState, q: str, dim: int, where: str,
         params: list[Any], k: int, fetch: int,
-    ) -> list[tuple[str, float]] | None:
-        """Top-k ``(rid, distance)`` from the HNSW snapshot (over-fetched; stale rows and rows
-        failing the filter dropped) together with an exact scan of the rows written since the
-        snapshot; None when the index yields fewer than ``k`` rows (the caller scans exactly)."""
+    ) -> list[Any] | None:
+        """Top-k rows (record columns, distance last) from the HNSW snapshot (over-fetched;
+        stale rows and rows failing the filter dropped) together with an exact scan of the rows
+        written since the snapshot; None when the index yields fewer than ``k`` rows (the
+        caller then scans exactly)."""
         ef = max(self._hnsw_ef_search, fetch)
         if ef != self._ef_current:
             con.execute(f"SET hnsw_ef_search = {int(ef)}")
@@ -768,21 +771,21 @@ class DuckDBStore(MemoryStore):
         indexed = con.execute(
             f"WITH cand AS (SELECT {snap_cols}, array_cosine_distance(vec, ?::FLOAT[{dim}]) AS dist "
             f"FROM {table} ORDER BY dist LIMIT {int(fetch)}) "
-            f"SELECT r.rid, r.dist FROM cand r WHERE {where} "
+            f"SELECT {_COLS}, r.dist FROM cand r WHERE {where} "
             f"ORDER BY round(r.dist::DOUBLE, 6), r.rid LIMIT {int(k + len(stale))}",
             [q, *params],
         ).fetchall()
-        indexed = [(rid, d) for rid, d in indexed if rid not in stale][:k]
+        indexed = [row for row in indexed if row[0] not in stale][:k]
         if len(indexed) < k:
             return None
         if clean:
             return indexed
         delta = con.execute(
-            f"SELECT r.rid, array_cosine_distance(r.vec, ?::FLOAT[{dim}]) AS dist FROM am_records r "
+            f"SELECT {_COLS}, array_cosine_distance(r.vec, ?::FLOAT[{dim}]) AS dist FROM am_records r "
             f"WHERE r.ver > {int(vidx.watermark)} AND r.has_vec AND {where} ORDER BY round(dist::DOUBLE, 6), r.rid LIMIT {int(k)}",
             [q, *params],
         ).fetchall()
-        return [(rid, float(d)) for rid, d in indexed + delta]
+        return indexed + delta
 
     # ---- keyword search ------------------------------------------------------------------------
     def _keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
@@ -796,13 +799,13 @@ class DuckDBStore(MemoryStore):
             con = self._conn()
             fts = self._fts
             watermark = 0 if fts is None else fts.watermark
-            indexed: list[tuple[str, float]] = []
+            indexed: list[Any] = []
             clean = self._doc_changes == self._doc_changes_at_build  # nothing changed since the build
             if fts is not None and fts.rows:
                 stale = set() if clean else _stale_ids(con, watermark)
                 sql = _bm25_sql(ident(fts.table), where, k + len(stale))
                 hits = con.execute(sql, [text, *params]).fetchall()
-                indexed = [(rid, float(score)) for rid, score in hits if rid not in stale][:k]
+                indexed = [row for row in hits if row[0] not in stale][:k]
             delta_rows = [] if clean else con.execute(
                 f"SELECT {_COLS} FROM am_records r WHERE r.ver > {int(watermark)} AND r.has_vec AND {where}",
                 params,
@@ -831,7 +834,7 @@ class DuckDBStore(MemoryStore):
                     score = bm25(counts, terms, df, n_docs, avg_len or 1.0)
                     if score > 0:
                         scored.append((*row, score))
-            rows = _merge_with_rows(con, indexed, scored, k, ascending=False)
+            rows = _merge_with_rows(con, [], indexed + scored, k, ascending=False)
             self._maybe_start_builder()
         return [Hit(record=decode_record(row), score=float(row[-1])) for row in rows]
 
@@ -966,9 +969,8 @@ class DuckDBStore(MemoryStore):
             changes_at_start = self._vec_changes if job == "vector" else self._doc_changes
             self._building += 1  # from now on writes record stale rows
         try:
-            source = "vec" if job == "vector" else "content"
             cursor.execute(
-                f"CREATE TABLE {table} AS SELECT {_SNAPSHOT_COLUMNS}, r.{source}, m.clock FROM am_records r, "
+                f"CREATE TABLE {table} AS SELECT {_SNAPSHOT_COLUMNS}{', r.vec' if job == 'vector' else ''}, m.clock FROM am_records r, "
                 f"(SELECT value::BIGINT AS clock FROM am_meta WHERE key = 'ver') m WHERE r.has_vec"
             )
             watermark, rows = cursor.execute(f"SELECT coalesce(max(clock), 0), count(*) FROM {table}").fetchone()  # type: ignore[misc]
@@ -1040,7 +1042,7 @@ def _bm25_sql(table: str, where: str, k: int) -> str:
         f"GROUP BY tf.docid), "
         f"hits AS (SELECT {_SNAPSHOT_COLUMNS.replace('r.', 's.')}, sc.score FROM sc "
         f"JOIN {fts}.docs d ON d.docid = sc.docid JOIN {table} s ON s.rid = d.name) "
-        f"SELECT r.rid, r.score FROM hits r WHERE {where} "
+        f"SELECT {_COLS}, r.score FROM hits r WHERE {where} "
         f"ORDER BY r.score DESC, r.rid LIMIT {int(k)}"
     )
 

@@ -46,6 +46,7 @@ def main() -> None:
     ap.add_argument("--dim", type=int, default=384)
     ap.add_argument("--queries", type=int, default=50)
     ap.add_argument("--dir", default=None)
+    ap.add_argument("--batch", type=int, default=1000, help="records per write() call")
     args = ap.parse_args()
     n, dim = args.n, args.dim
     rng = np.random.default_rng(1)
@@ -62,12 +63,13 @@ def main() -> None:
     ]
     out: dict[str, Any] = {"n": n, "dim": dim}
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
-        store = DuckDBStore(Path(tmp) / "m.duckdb", auto_index=False, max_fetch=10_000_000, exact_max_rows=0)
+        store = DuckDBStore(Path(tmp) / "m.duckdb", auto_index=False)
         store.open(dimension=dim)
         t = time.perf_counter()
-        for start in range(0, n, 1000):
-            store.write(WriteBatch(add=records[start:start + 1000]))
+        for start in range(0, n, args.batch):
+            store.write(WriteBatch(add=records[start:start + args.batch]))
         out["ingest_rows_per_s"] = round(n / (time.perf_counter() - t))
+        out["ingest_batch"] = args.batch
         con = store._conn()
         raw = pa.table({"rid": [f"r{i:07d}" for i in range(n)], "u": users, "vec": pa.FixedSizeListArray.from_arrays(pa.array(base.ravel()), dim)})
         con.execute(f"CREATE TABLE raw (rid VARCHAR, u BIGINT, vec FLOAT[{dim}])")
@@ -112,15 +114,15 @@ def main() -> None:
             search[label] = {"p50_ms": ms, "recall@10": round(found / wanted, 4), "strategy": plan.strategy if plan else None,
                              "matching": plan.matching if plan else None, "fetch": plan.fetch if plan else None}
             for forced in ("exact", "index"):  # both strategies, for the planner's cost model
-                store._planner = forced
+                store._planner, store._max_fetch, store._exact_max_rows = forced, 10_000_000, 0
                 search[label][f"{forced}_p50_ms"] = p50(lambda q, flt=flt: store.vector_search(q, flt, 10))
                 search[label][f"{forced}_recall@10"] = round(sum(
                     len({int(h.record.record_id[1:]) for h in store.vector_search(q, flt, 10)} & truth(mask, q)) for q in queries
                 ) / wanted, 4)
                 search[label][f"{forced}_used"] = store.last_plan.strategy if store.last_plan else None
-            store._planner = "auto"
+            store._planner, store._max_fetch, store._exact_max_rows = "auto", 4_000, 2_000
         con.execute("SET hnsw_ef_search = 64")
-        store._ef_current = 64
+        store._ef_current = 64  # the raw query below runs at DuckDB's default ef
         raw_ms = p50(lambda q: con.execute(f"SELECT rid FROM {table} ORDER BY array_cosine_distance(vec, ?::FLOAT[{dim}]) LIMIT 10", [vector_literal(q)]).fetchall())
         raw_found = sum(
             len({int(r[1:]) for (r,) in con.execute(f"SELECT rid FROM {table} ORDER BY array_cosine_distance(vec, ?::FLOAT[{dim}]) LIMIT 10", [vector_literal(q)]).fetchall()} & truth(np.ones(n, dtype=bool), q))
