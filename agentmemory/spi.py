@@ -309,7 +309,8 @@ class MemoryStore(ABC):
         return self._vector_search(vec, filter, k)
 
     def keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
-        """The ``k`` best BM25-style matches of ``text`` among records matching ``filter``."""
+        """The ``k`` best BM25-style matches of ``text`` among records matching ``filter`` and
+        having a vector (the searchable records; threads and summaries are not)."""
         self._check_open()
         self.require(Capability.KEYWORD_SEARCH)
         if not isinstance(text, str) or not text.strip():
@@ -464,7 +465,8 @@ def _validate_batch(batch: WriteBatch, dimension: int) -> None:
 
 def _validate_vector(name: str, vector: Any, dimension: int) -> np.ndarray:
     try:
-        arr = np.asarray(vector, dtype=np.float32)
+        with np.errstate(over="ignore", invalid="ignore"):  # out-of-range values become inf: rejected below
+            arr = np.asarray(vector, dtype=np.float32)
     except (TypeError, ValueError) as exc:
         raise InvalidArgument(name, f"not a numeric vector ({exc})") from None
     if arr.ndim != 1 or arr.shape[0] != dimension:
