@@ -960,20 +960,23 @@ class DuckDBStore(MemoryStore):
         """Build one snapshot index on ``cursor`` (autocommit, so foreground writes are not
         blocked), then make it current under the store lock in one small transaction.
 
-        The snapshot copies the searchable rows' filter columns together with the write clock
-        read in the same statement (its watermark): rows changed later carry a higher ``ver``
-        (the exact delta) and their old snapshot rows are listed in ``am_stale``."""
+        The snapshot copies the searchable rows; its watermark is the largest ``ver`` it holds.
+        Rows changed later carry a higher ``ver`` (the exact delta) and their snapshot rows are
+        listed in ``am_stale`` with a clock above the watermark. (Clock values between the
+        watermark and the clock at copy time belong to deletes of rows the copy never saw.)"""
         prefix = "am_vidx" if job == "vector" else "am_fts"
         table = ident(f"{prefix}_{secrets.token_hex(6)}")
         with self._lock:
             changes_at_start = self._vec_changes if job == "vector" else self._doc_changes
             self._building += 1  # from now on writes record stale rows
         try:
+            # (reading the clock from am_meta in the same statement, as a cross join, made DuckDB
+            # 1.4 spin for minutes at 100k rows; the largest ``ver`` in the copy works as well)
             cursor.execute(
-                f"CREATE TABLE {table} AS SELECT {_SNAPSHOT_COLUMNS}{', r.vec' if job == 'vector' else ''}, m.clock FROM am_records r, "
-                f"(SELECT value::BIGINT AS clock FROM am_meta WHERE key = 'ver') m WHERE r.has_vec"
+                f"CREATE TABLE {table} AS SELECT {_SNAPSHOT_COLUMNS}, r.ver{', r.vec' if job == 'vector' else ''} "
+                "FROM am_records r WHERE r.has_vec"
             )
-            watermark, rows = cursor.execute(f"SELECT coalesce(max(clock), 0), count(*) FROM {table}").fetchone()  # type: ignore[misc]
+            watermark, rows = cursor.execute(f"SELECT coalesce(max(ver), 0), count(*) FROM {table}").fetchone()  # type: ignore[misc]
             self._after_snapshot(job)
             if job == "vector":
                 if rows:
