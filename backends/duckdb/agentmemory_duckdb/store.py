@@ -725,8 +725,11 @@ class DuckDBStore(MemoryStore):
         return [Hit(record=decode_record(row), distance=float(row[-1])) for row in rows]
 
     def _fetch_size(self, matching: int, indexed: int, k: int) -> int:
-        """HNSW candidates to fetch so that about ``overfetch * k`` of them pass the filter."""
+        """HNSW candidates to fetch so that about ``overfetch * k`` of them pass the filter
+        (just ``k`` when every indexed row passes; stale rows are added on top)."""
         selectivity = min(1.0, matching / max(indexed, 1))
+        if selectivity >= 1.0:
+            return k
         return math.ceil(k * self._overfetch / selectivity) + k
 
     def _index_pays(self, matching: int, fetch: int, dim: int) -> bool:
@@ -760,17 +763,17 @@ class DuckDBStore(MemoryStore):
         stale rows and rows failing the filter dropped) together with an exact scan of the rows
         written since the snapshot; None when the index yields fewer than ``k`` rows (the
         caller then scans exactly)."""
-        ef = max(self._hnsw_ef_search, fetch)
-        if ef != self._ef_current:
-            con.execute(f"SET hnsw_ef_search = {int(ef)}")
-            self._ef_current = ef
         table = ident(vidx.table)
         snap_cols = _SNAPSHOT_COLUMNS.replace("r.", "")
         clean = self._vec_changes == self._vec_changes_at_build  # nothing changed since the build
         stale = set() if clean else _stale_ids(con, vidx.watermark)
+        ef = max(self._hnsw_ef_search, fetch + len(stale))
+        if ef != self._ef_current:
+            con.execute(f"SET hnsw_ef_search = {int(ef)}")
+            self._ef_current = ef
         indexed = con.execute(
             f"WITH cand AS (SELECT {snap_cols}, array_cosine_distance(vec, ?::FLOAT[{dim}]) AS dist "
-            f"FROM {table} ORDER BY dist LIMIT {int(fetch)}) "
+            f"FROM {table} ORDER BY dist LIMIT {int(fetch + len(stale))}) "
             f"SELECT {_COLS}, r.dist FROM cand r WHERE {where} "
             f"ORDER BY round(r.dist::DOUBLE, 6), r.rid LIMIT {int(k + len(stale))}",
             [q, *params],

@@ -204,7 +204,8 @@ def test_auto_planner_rule() -> None:
     """Exact for few matching rows or huge over-fetch; the index for broad queries."""
     store = DuckDBStore("unused.duckdb")
     assert not store._index_pays(1_500, 50, 384)  # at most exact_max_rows
-    assert store._index_pays(100_000, 50, 384)  # unscoped at 100k
+    assert store._fetch_size(100_000, 100_000, 10) == 10
+    assert store._index_pays(100_000, 10, 384)  # unscoped at 100k
     assert not store._index_pays(5_000, store._fetch_size(5_000, 100_000, 10), 384)  # 5%: fetch 810
     assert not store._index_pays(100_000, 5_000, 384)  # beyond max_fetch
     assert not DuckDBStore("unused.duckdb", planner="exact")._index_pays(100_000, 50, 384)
