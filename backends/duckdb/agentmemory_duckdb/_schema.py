@@ -9,13 +9,13 @@ One file holds everything:
   ``has_vec`` flag says so without reading the vectors) and
   ``ver``: the value of the store-wide write clock (meta ``ver``, advanced by every added,
   patched or deleted record) when the record last changed;
-* ``am_stale`` — (record id, clock) of every patch and delete while a snapshot exists: the
-  snapshot rows that no longer match the live ones;
+* ``am_stale`` — (record id, clock) of every patch and delete of a record with a vector while
+  a snapshot exists: the snapshot rows that no longer match the live ones;
 * ``am_links`` — relations between records;
 * derived, rebuildable snapshots: ``am_vidx_<n>`` (HNSW index over vectors) and ``am_fts_<n>``
-  (BM25 index over text), each a copy of the searchable rows' filter columns taken at one
-  clock value (the watermark). They are never written after their build, so ingest never
-  pays for index maintenance and a crash can never leave them half-updated.
+  (BM25 index over text), each a copy of the searchable records; its largest ``ver`` is its
+  watermark. They are never written after their build, so ingest never pays for index
+  maintenance and a crash can never leave them half-updated.
 """
 
 from __future__ import annotations
