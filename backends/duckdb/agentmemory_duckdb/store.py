@@ -169,7 +169,8 @@ class DuckDBStore(MemoryStore):
     * ``overfetch`` / ``max_fetch`` — HNSW candidates = ``k * overfetch / selectivity + k``;
       above ``max_fetch`` the planner scans exactly (defaults 4.0 and 4,000).
     * ``hnsw_m``, ``hnsw_ef_construction``, ``hnsw_ef_search`` — HNSW parameters (16, 128, 64;
-      the search uses at least as many candidates as it fetches).
+      the search uses at least as many candidates as it fetches, and at least 128 / 256 above
+      150k / 500k indexed vectors).
     """
 
     name = "duckdb"
@@ -733,6 +734,15 @@ class DuckDBStore(MemoryStore):
             return k
         return math.ceil(k * self._overfetch / selectivity) + k
 
+    def _ef_floor(self, rows: int) -> int:
+        """``hnsw_ef_search``, raised for large indexes: DuckDB's HNSW (M=16) measured recall@10
+        0.999 at ef 64 on 100k vectors but 0.958 at 1M, where ef 256 gives 1.0."""
+        if rows > 500_000:
+            return max(self._hnsw_ef_search, 256)
+        if rows > 150_000:
+            return max(self._hnsw_ef_search, 128)
+        return self._hnsw_ef_search
+
     def _index_pays(self, matching: int, fetch: int, dim: int) -> bool:
         """The planner's rule: exact up to ``exact_max_rows`` matching rows or beyond
         ``max_fetch`` candidates; in between, whichever a simple cost model (fitted on this
@@ -742,7 +752,7 @@ class DuckDBStore(MemoryStore):
         if self._planner == "index":
             return True
         exact_ms = _EXACT_BASE_MS + _EXACT_ROW_MS * (dim / 384) * matching
-        index_ms = _INDEX_BASE_MS + _INDEX_EF_MS * max(self._hnsw_ef_search, fetch)
+        index_ms = _INDEX_BASE_MS + _INDEX_EF_MS * max(self._ef_floor(self._vidx.rows if self._vidx else 0), fetch)
         return index_ms < exact_ms
 
     @staticmethod
@@ -768,7 +778,7 @@ class DuckDBStore(MemoryStore):
         snap_cols = _SNAPSHOT_COLUMNS.replace("r.", "")
         clean = self._vec_changes == self._vec_changes_at_build  # nothing changed since the build
         stale = set() if clean else _stale_ids(con, vidx.watermark)
-        ef = max(self._hnsw_ef_search, fetch + len(stale))
+        ef = max(self._ef_floor(vidx.rows), fetch + len(stale))
         if ef != self._ef_current:
             con.execute(f"SET hnsw_ef_search = {int(ef)}")
             self._ef_current = ef

@@ -238,3 +238,9 @@ def test_stale_snapshot_rows_stay_hidden_after_reopen(tmp_path: Path, h: Any) ->
         assert store.keyword_search("doc1", RecordFilter(), 5) == []
     finally:
         store.close()
+
+
+def test_ef_grows_with_the_index() -> None:
+    store = DuckDBStore("unused.duckdb")
+    assert [store._ef_floor(n) for n in (10_000, 200_000, 1_000_000)] == [64, 128, 256]
+    assert DuckDBStore("unused.duckdb", hnsw_ef_search=300)._ef_floor(1_000_000) == 300
