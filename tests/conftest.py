@@ -10,7 +10,7 @@ returned ``Thread`` handles the same way, so one test body checks both drivers.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -18,6 +18,7 @@ import pytest
 
 from agentmemory import AgentMemory, HashingEmbedder, Thread
 from agentmemory.spi import RecordFilter
+from agentmemory.testing import ScriptedServer
 
 T0 = datetime(2024, 1, 1, 12, 0, tzinfo=timezone.utc)
 DIM = 64
@@ -174,3 +175,11 @@ def ids(results: Any) -> list[str]:
 def ids_fixture() -> Callable[[Any], list[str]]:
     """``ids(results)``: record ids of search results or records, in order."""
     return ids
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ScriptedServer]:
+    """One scripted OpenAI-compatible server per test module (closing one costs its poll interval)."""
+    srv = ScriptedServer()
+    yield srv
+    srv.close()

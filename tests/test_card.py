@@ -68,13 +68,6 @@ def summarized_contents(request: dict[str, Any]) -> list[str]:
     return [m.findtext("content") or "" for m in root.findall("new_messages/message")]
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ScriptedServer]:
-    srv = ScriptedServer()
-    yield srv
-    srv.close()
-
-
 @pytest.fixture
 def brain(server: ScriptedServer) -> Brain:
     b = Brain()

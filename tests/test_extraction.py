@@ -102,14 +102,6 @@ def memory_ids(request: dict[str, Any], block: str) -> list[str]:
     return [] if found is None else [m.findtext("id") or "" for m in found.findall("memory")]
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ScriptedServer]:
-    """One scripted server per module (closing one costs its poll interval)."""
-    srv = ScriptedServer()
-    yield srv
-    srv.close()
-
-
 @pytest.fixture
 def brain(server: ScriptedServer) -> Brain:
     """A fresh script, installed on the shared server."""

@@ -122,13 +122,6 @@ class InstructedModel:
         return {"memories": [{"type": "memory", "content": f"The user said: {text[:100]}"}]} if text.strip() else {"memories": []}
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ScriptedServer]:
-    srv = ScriptedServer()
-    yield srv
-    srv.close()
-
-
 @pytest.fixture
 def model(server: ScriptedServer) -> InstructedModel:
     m = InstructedModel()
