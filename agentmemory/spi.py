@@ -442,15 +442,18 @@ def _validate_batch(batch: WriteBatch, dimension: int) -> None:
     if not isinstance(batch, WriteBatch):
         raise InvalidArgument("batch", f"must be a WriteBatch, got {type(batch).__name__}")
     seen: set[str] = set()
+    known_ids: set[str] = set()
+    with_vector: list[NewRecord] = []
     for item in batch.add:
         if not isinstance(item, NewRecord):
             raise InvalidArgument("batch.add", f"items must be NewRecord, got {type(item).__name__}")
-        validate_new_record(item.record)
+        validate_new_record(item.record, known_ids=known_ids)
         if item.record.record_id in seen:
             raise InvalidArgument("batch.add", f"duplicate record id {item.record.record_id!r}")
         seen.add(item.record.record_id)
         if item.vector is not None:
-            _validate_vector(f"vector of {item.record.record_id!r}", item.vector, dimension)
+            with_vector.append(item)
+    _validate_added_vectors(with_vector, dimension)
     for patch in batch.patch:
         if not isinstance(patch, RecordPatch):
             raise InvalidArgument("batch.patch", f"items must be RecordPatch, got {patch!r}")
@@ -461,6 +464,27 @@ def _validate_batch(batch: WriteBatch, dimension: int) -> None:
         validate_link(link)
     _validate_id_list("batch.delete_links", batch.delete_links)
     _validate_id_list("batch.delete", batch.delete)
+
+
+_VECTOR_CHUNK = 4096
+"""Rows checked together by ``_validate_added_vectors`` (bounds the temporary matrix)."""
+
+
+def _validate_added_vectors(items: list[NewRecord], dimension: int) -> None:
+    """``_validate_vector`` for every added vector, as whole-matrix checks where the vectors are
+    numeric arrays of the right shape (bulk ingest); the first bad one raises its own error."""
+    for start in range(0, len(items), _VECTOR_CHUNK):
+        chunk = items[start:start + _VECTOR_CHUNK]
+        vectors = [item.vector for item in chunk]
+        if all(type(v) is np.ndarray and v.shape == (dimension,) and v.dtype.kind in "fiu" for v in vectors):
+            with np.errstate(over="ignore", invalid="ignore"):  # out-of-range values become inf
+                matrix = np.asarray(vectors, dtype=np.float32)
+            good = np.isfinite(matrix).all(axis=1) & matrix.any(axis=1)
+            if good.all():
+                continue
+            chunk = [chunk[int(np.argmin(good))]]  # the first bad one: its own message below
+        for item in chunk:
+            _validate_vector(f"vector of {item.record.record_id!r}", item.vector, dimension)
 
 
 def _validate_vector(name: str, vector: Any, dimension: int) -> np.ndarray:

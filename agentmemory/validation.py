@@ -26,9 +26,15 @@ RESERVED_ID_PREFIX = "@"
 RESERVED_METADATA_KEY = "$agent_memory"
 
 
+_METADATA_ENCODER = json.JSONEncoder(allow_nan=False, ensure_ascii=False)
+"""One encoder for every metadata check (``json.dumps`` with options builds one per call)."""
+
+
 def _check_text(argument: str, value: str) -> None:
     if "\x00" in value:
         raise InvalidArgument(argument, "contains a NUL character")
+    if value.isascii():  # no surrogates possible: skip the encode (bulk ingest hot path)
+        return
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -67,7 +73,7 @@ def validate_content(argument: str, value: Any, *, allow_empty: bool = False) ->
     """Record text: a string without NUL, at most 1,000,000 characters, non-blank by default."""
     if not isinstance(value, str):
         raise InvalidArgument(argument, f"must be a string, got {type(value).__name__}")
-    if not allow_empty and not value.strip():
+    if not allow_empty and (not value or value.isspace()):  # = not value.strip(), no copy
         raise InvalidArgument(argument, "must not be empty or blank")
     if len(value) > MAX_CONTENT_CHARS:
         raise InvalidArgument(argument, f"is longer than {MAX_CONTENT_CHARS} characters")
@@ -78,11 +84,19 @@ def validate_content(argument: str, value: Any, *, allow_empty: bool = False) ->
 def validate_metadata(
     argument: str, value: Any, *, allow_reserved: bool = False
 ) -> dict[str, Any]:
-    """Caller metadata: a JSON object with string keys, no NaN, under 1 MB; ``$`` keys reserved."""
+    """Caller metadata: a JSON object with string keys, no NaN, under 1 MB; ``$`` keys reserved.
+    Returns the metadata as it reads back (a plain JSON copy)."""
     if value is None:
         return {}
+    return json.loads(metadata_json(argument, value, allow_reserved=allow_reserved))
+
+
+def metadata_json(argument: str, value: Any, *, allow_reserved: bool = False) -> str:
+    """The checks of ``validate_metadata`` without the copy: the metadata's JSON text."""
     if not isinstance(value, Mapping):
         raise InvalidArgument(argument, f"must be a mapping, got {type(value).__name__}")
+    if not value:
+        return "{}"
     for key in value:
         if not isinstance(key, str) or not key:
             raise InvalidArgument(argument, f"keys must be non-empty strings, got {key!r}")
@@ -90,18 +104,42 @@ def validate_metadata(
         if key.startswith("$") and not (allow_reserved and key == RESERVED_METADATA_KEY):
             raise InvalidArgument(argument, f"key {key!r} is reserved ($-prefixed)")
     try:
-        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
+        text = _METADATA_ENCODER.encode(value)
     except (TypeError, ValueError) as exc:
         raise InvalidArgument(argument, f"is not plain JSON ({exc})") from None
     if "\\u0000" in text:
         raise InvalidArgument(argument, "contains a NUL character")
+    if len(text) <= MAX_METADATA_BYTES // 4 and text.isascii():  # short ASCII: within the limit, no surrogates
+        return text
     if len(text.encode("utf-8", "surrogatepass")) > MAX_METADATA_BYTES:
         raise InvalidArgument(argument, f"is larger than {MAX_METADATA_BYTES} bytes as JSON")
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidArgument(argument, "is not valid unicode (lone surrogate)") from None
-    return json.loads(text)
+    return text
+
+
+def _simple_metadata(value: Any) -> bool:
+    """True for metadata that is certainly valid without encoding it (the bulk-add hot path):
+    a small dict of short printable-ASCII keys, not ``$``-prefixed, with None, bool, 64-bit int
+    or short printable-ASCII string values (far under the size limit, nothing to escape
+    badly). Anything else gets ``metadata_json``'s full check."""
+    if type(value) is not dict or len(value) > 32:
+        return False
+    for key, item in value.items():
+        if type(key) is not str or not 0 < len(key) <= 256 or not key.isascii() or not key.isprintable() or key[0] == "$":
+            return False
+        kind = type(item)
+        if kind is str:
+            if len(item) > 1000 or not item.isascii() or not item.isprintable():
+                return False
+        elif kind is int:
+            if not -(1 << 63) <= item < (1 << 63):
+                return False
+        elif kind is not bool and item is not None:
+            return False
+    return True
 
 
 def validate_record_type(argument: str, value: Any) -> RecordType:
@@ -139,18 +177,22 @@ def validate_status(argument: str, value: Any) -> RecordStatus:
         raise InvalidArgument(argument, f"must be 'valid' or 'invalid', got {value!r}") from None
 
 
-def validate_new_record(record: Any) -> None:
-    """The SPI-level check of a record about to be added."""
+def validate_new_record(record: Any, *, known_ids: set[str] | None = None) -> None:
+    """The SPI-level check of a record about to be added. ``known_ids``: scope ids already
+    found valid; a batch validator shares one set so repeated user/agent/thread ids are checked
+    once per batch (new valid ones are added to it)."""
     if not isinstance(record, Record):
         raise InvalidArgument("record", f"must be a Record, got {type(record).__name__}")
     validate_id("record_id", record.record_id, internal=True)
     allow_empty = record.record_type in (RecordType.THREAD, RecordType.SUMMARY)
     validate_content("content", record.content, allow_empty=allow_empty)
-    for dim in ("user_id", "agent_id", "thread_id"):
-        value = getattr(record, dim)
-        if value is not None:
+    for dim, value in (("user_id", record.user_id), ("agent_id", record.agent_id), ("thread_id", record.thread_id)):
+        if value is not None and (known_ids is None or value not in known_ids):
             validate_id(dim, value)
-    validate_metadata("metadata", record.metadata, allow_reserved=True)
+            if known_ids is not None:
+                known_ids.add(value)
+    if record.metadata is not None and not _simple_metadata(record.metadata):
+        metadata_json("metadata", record.metadata, allow_reserved=True)
     if record.role is not None:
         validate_content("role", record.role)
     if not isinstance(record.record_type, RecordType):

@@ -66,7 +66,10 @@ def from_iso(text: str | None) -> datetime | None:
 
 def dump_json(value: Any) -> str:
     """Compact JSON text of metadata (validated JSON already, so this cannot fail)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _ENCODER.encode(value)
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def unit(vector: np.ndarray) -> np.ndarray:

@@ -212,6 +212,17 @@ def test_from_uri_options_and_errors() -> None:
         DuckDBStore("x.db", threads=0)
     with pytest.raises(InvalidArgument, match="path"):
         DuckDBStore("")
+    with pytest.raises(InvalidArgument, match="checkpoint_threshold"):
+        DuckDBStore("x.db", checkpoint_threshold="lots")
+
+
+def test_checkpoint_threshold_reaches_duckdb(tmp_path: Path) -> None:
+    store = DuckDBStore.from_uri(f"duckdb://{tmp_path}/m.db?checkpoint_threshold=32MB")
+    store.open(dimension=4)
+    try:
+        assert store._conn().execute("SELECT current_setting('checkpoint_threshold')").fetchone() == ("30.5 MiB",)
+    finally:
+        store.close()
 
 
 def test_plugin_registers_the_backend(tmp_path: Path) -> None:
