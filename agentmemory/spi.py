@@ -21,6 +21,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from .bulk import RecordColumns, ValidatedColumns, validate_columns
 from .errors import BackendUnavailable, CapabilityNotSupported, InvalidArgument
 from .records import Link, Record, RecordStatus, RecordType
 from .validation import validate_filter, validate_link, validate_new_record, validate_patch
@@ -269,6 +270,13 @@ class MemoryStore(ABC):
             return []
         return self._write(batch)
 
+    def bulk_add(self, columns: RecordColumns) -> int:
+        """Add every row of ``columns`` atomically, exactly as one ``write`` of the same records
+        would (same checks, consecutive ``seq`` in row order); return how many were added."""
+        dim = self._check_open()
+        valid = validate_columns(columns, dim)
+        return self._bulk_add(valid) if len(valid) else 0
+
     def query(
         self,
         filter: RecordFilter,
@@ -338,6 +346,12 @@ class MemoryStore(ABC):
             return []
         return await self._awrite(batch)
 
+    async def abulk_add(self, columns: RecordColumns) -> int:
+        """Async ``bulk_add``."""
+        dim = self._check_open()
+        valid = validate_columns(columns, dim)
+        return await self._abulk_add(valid) if len(valid) else 0
+
     async def aquery(
         self,
         filter: RecordFilter,
@@ -395,6 +409,11 @@ class MemoryStore(ABC):
     @abstractmethod
     def _write(self, batch: WriteBatch) -> list[Record]: ...
 
+    def _bulk_add(self, columns: ValidatedColumns) -> int:
+        """Default: the rows as one ``WriteBatch``; a backend with a columnar insert overrides
+        this (and ``_abulk_add``, whose default goes through ``_awrite``)."""
+        return len(self._write(_as_batch(columns)))
+
     @abstractmethod
     def _query(
         self, filter: RecordFilter, order: Order, limit: int | None, offset: int
@@ -417,6 +436,9 @@ class MemoryStore(ABC):
     async def _awrite(self, batch: WriteBatch) -> list[Record]:
         return await asyncio.to_thread(self._write, batch)
 
+    async def _abulk_add(self, columns: ValidatedColumns) -> int:
+        return len(await self._awrite(_as_batch(columns)))
+
     async def _aquery(
         self, filter: RecordFilter, order: Order, limit: int | None, offset: int
     ) -> list[Record]:
@@ -435,6 +457,10 @@ class MemoryStore(ABC):
 
     async def _akeyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
         return await asyncio.to_thread(self._keyword_search, text, filter, k)
+
+
+def _as_batch(columns: ValidatedColumns) -> WriteBatch:
+    return WriteBatch(add=[NewRecord(record, vector) for record, vector in columns.records()])
 
 
 # ---- validation shared by the sync and async paths ------------------------------------------

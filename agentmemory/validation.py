@@ -120,7 +120,7 @@ def metadata_json(argument: str, value: Any, *, allow_reserved: bool = False) ->
     return text
 
 
-def _simple_metadata(value: Any) -> bool:
+def simple_metadata(value: Any) -> bool:
     """True for metadata that is certainly valid without encoding it (the bulk-add hot path):
     a small dict of short printable-ASCII keys, not ``$``-prefixed, with None, bool, 64-bit int
     or short printable-ASCII string values (far under the size limit, nothing to escape
@@ -191,7 +191,7 @@ def validate_new_record(record: Any, *, known_ids: set[str] | None = None) -> No
             validate_id(dim, value)
             if known_ids is not None:
                 known_ids.add(value)
-    if record.metadata is not None and not _simple_metadata(record.metadata):
+    if record.metadata is not None and not simple_metadata(record.metadata):
         metadata_json("metadata", record.metadata, allow_reserved=True)
     if record.role is not None:
         validate_content("role", record.role)

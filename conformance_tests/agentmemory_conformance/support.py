@@ -105,6 +105,10 @@ class Api:
         """``write`` / ``awrite``."""
         return self._call("write", batch)
 
+    def bulk_add(self, columns: Any) -> int:
+        """``bulk_add`` / ``abulk_add``."""
+        return self._call("bulk_add", columns)  # type: ignore[no-any-return]
+
     def query(self, flt: Any = None, **kwargs: Any) -> list[Record]:
         """``query`` / ``aquery`` (``flt`` defaults to everything)."""
         return self._call("query", RecordFilter() if flt is None else flt, **kwargs)

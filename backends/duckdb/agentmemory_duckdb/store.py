@@ -25,7 +25,7 @@ import secrets
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -37,6 +37,7 @@ import duckdb.func
 import numpy as np
 import pyarrow as pa
 
+from agentmemory.bulk import ValidatedColumns
 from agentmemory.errors import (
     AgentMemoryError,
     BackendError,
@@ -499,28 +500,57 @@ class DuckDBStore(MemoryStore):
 
     # ---- writes ------------------------------------------------------------------------------------
     def _write(self, batch: WriteBatch) -> list[Record]:
+        applied = self._transact(lambda con: self._apply(con, batch), lambda: [item.record.record_id for item in batch.add])
+        return applied[0]
+
+    def _bulk_add(self, columns: ValidatedColumns) -> int:
+        n, dim = len(columns), self.dimension
+
+        def apply(con: duckdb.DuckDBPyConnection) -> tuple[list[Record], int, int, int, int, int]:
+            seq, ver = self._seq, self._clock
+            metas = [dump_json(m) if m else "{}" for m in columns.metadata]
+            if columns.vectors is None:
+                matrix, missing = np.zeros((n, dim), dtype=np.float32), np.ones(n, dtype=bool)
+            else:
+                matrix = columns.vectors / np.linalg.norm(columns.vectors, axis=1, keepdims=True)
+                missing = np.zeros(n, dtype=bool)
+            _insert_records(con, _arrow_table(columns, metas, matrix, missing, seq, ver))
+            _save_counters(con, seq + n, ver + n)
+            with_vec = 0 if columns.vectors is None else n
+            return [], with_vec, with_vec, with_vec, seq + n, ver + n
+
+        self._transact(apply, lambda: columns.record_id)
+        return n
+
+    def _transact(
+        self,
+        apply: Callable[[duckdb.DuckDBPyConnection], tuple[list[Record], int, int, int, int, int]],
+        added_ids: Callable[[], Sequence[str]],
+    ) -> tuple[list[Record], int, int, int, int, int]:
+        """Run ``apply`` in one transaction (all or nothing), then advance the counters it
+        returns: (added records, vector changes, text changes, vector count delta, seq, clock)."""
         if self._read_only:
             raise BackendUnavailable("the DuckDB store was opened read_only; writes are refused")
         with self._lock:
             con = self._conn()
             try:
                 with _mapped_errors(), _transaction(con):
-                    applied = self._apply(con, batch)
+                    applied = apply(con)
             except _DuplicateAdd:
                 # rolled back; name the first id in batch order that exists, like the reference
-                ids = [item.record.record_id for item in batch.add]
+                ids = list(added_ids())
                 with _mapped_errors():
                     stored = {rid for (rid,) in con.execute(
                         f"SELECT rid FROM am_records WHERE rid IN (SELECT unnest({sql_str_list(ids)}))"
                     ).fetchall()}
                 first = next((rid for rid in ids if rid in stored), ids[0])
                 raise Conflict(f"record id {first!r} already exists") from None
-            added, vec_changes, doc_changes, vec_count, self._seq, self._clock = applied
+            _, vec_changes, doc_changes, vec_count, self._seq, self._clock = applied
             self._vec_changes += vec_changes
             self._doc_changes += doc_changes
             self._n_vectors += vec_count
             self._maybe_start_builder()
-            return added
+            return applied
 
     def _apply(self, con: duckdb.DuckDBPyConnection, batch: WriteBatch) -> tuple[list[Record], int, int, int, int, int]:
         """Apply ``batch`` inside the open transaction, in the reference order; return the added
@@ -533,13 +563,7 @@ class DuckDBStore(MemoryStore):
         dim = self.dimension
         if batch.add:
             added, table = self._arrow_rows(batch.add, seq, ver, dim)
-            con.register("am_new_rows", table)
-            try:
-                con.execute("INSERT INTO am_records SELECT * FROM am_new_rows")
-            except duckdb.ConstraintException as exc:  # the primary key saw a stored id
-                raise _DuplicateAdd from exc
-            finally:
-                con.unregister("am_new_rows")
+            _insert_records(con, table)
             seq += len(batch.add)
             ver += len(batch.add)
             with_vec = sum(1 for item in batch.add if item.vector is not None)
@@ -601,10 +625,7 @@ class DuckDBStore(MemoryStore):
             # snapshot rows of these records are no longer the live rows: queries skip them
             values = ", ".join(f"({sql_str(rid)}, {clock})" for rid, clock in stale)
             con.execute(f"INSERT INTO am_stale VALUES {values}")
-        con.execute(
-            f"UPDATE am_meta SET value = CASE key WHEN 'seq' THEN '{int(seq)}' ELSE '{int(ver)}' END "
-            "WHERE key IN ('seq', 'ver')"
-        )
+        _save_counters(con, seq, ver)
         return added, changes, changes, vec_count, seq, ver
 
     def _add_link(self, con: duckdb.DuckDBPyConnection, link: Link) -> None:
@@ -625,44 +646,15 @@ class DuckDBStore(MemoryStore):
 
     @staticmethod
     def _arrow_rows(adds: Sequence[NewRecord], seq: int, ver: int, dim: int) -> tuple[list[Record], pa.Table]:
-        """The added records (with ``seq``) and one Arrow table to insert them in one statement
-        (bulk inserts through Arrow: ~100k rows/s instead of ~600 with executemany). Built column
-        by column: this runs once per ingested record, so every microsecond shows in ingest."""
+        """The added records as reads will return them (with ``seq`` and their metadata as
+        stored) and the Arrow table that inserts them."""
         recs = [item.record for item in adds]
         n = len(recs)
         metas = [dump_json(r.metadata) if r.metadata else "{}" for r in recs]
-        # the returned records carry what reads will return: their metadata as stored
         added = [
             r.model_copy(update={"seq": seq + i + 1, "metadata": _as_stored(r.metadata, text)})
             for i, (r, text) in enumerate(zip(recs, metas))
         ]
-        stamps: dict[datetime, str] = {}  # batches often share timestamps (created_at = now)
-
-        def iso_of(value: datetime) -> str:
-            text = stamps.get(value)
-            if text is None:
-                text = stamps[value] = value.isoformat()
-            return text
-
-        text_cols: dict[str, list[str | None]] = {
-            "rid": [r.record_id for r in recs],
-            "rtype": [r.record_type.value for r in recs],
-            "content": [r.content for r in recs],
-            "user_id": [r.user_id for r in recs],
-            "agent_id": [r.agent_id for r in recs],
-            "thread_id": [r.thread_id for r in recs],
-            "role": [r.role for r in recs],
-        }
-        arrays: list[pa.Array] = [pa.array(values, type=pa.string()) for values in text_cols.values()]
-        arrays.append(pa.array(np.arange(seq + 1, seq + n + 1, dtype=np.int64)))
-        arrays.append(pa.array([iso_of(r.timestamp) for r in recs], type=pa.string()))
-        arrays.append(pa.array([iso_of(r.created_at) for r in recs], type=pa.string()))
-        expiring = [r.expires_at for r in recs]
-        arrays.append(pa.array([None if e is None else iso_of(e) for e in expiring], type=pa.string()))
-        arrays.append(pa.array([None if e is None else to_micros(e) for e in expiring], type=pa.int64()))
-        arrays.append(pa.array([r.status.value for r in recs], type=pa.string()))
-        arrays.append(pa.array(metas, type=pa.string()))
-        arrays.append(pa.array(np.arange(ver + 1, ver + n + 1, dtype=np.int64)))
         missing = np.fromiter((item.vector is None for item in adds), dtype=bool, count=n)
         if not missing.any():
             matrix = np.asarray([item.vector for item in adds], dtype=np.float32)
@@ -670,13 +662,17 @@ class DuckDBStore(MemoryStore):
         else:
             matrix = np.zeros((n, dim), dtype=np.float32)
             if not missing.all():
-                present = ~missing
                 vectors = np.asarray([item.vector for item in adds if item.vector is not None], dtype=np.float32)
-                matrix[present] = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-        arrays.append(pa.array(~missing))
-        arrays.append(pa.FixedSizeListArray.from_arrays(pa.array(matrix.ravel(), type=pa.float32()), dim, mask=pa.array(missing)))
-        names = [*text_cols, "seq", "ts", "created", "expires", "expires_us", "status", "metadata", "ver", "has_vec", "vec"]
-        return added, pa.Table.from_arrays(arrays, names=names)
+                matrix[~missing] = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+        columns = ValidatedColumns(
+            record_id=[r.record_id for r in recs], content=[r.content for r in recs],
+            record_type=[r.record_type for r in recs], timestamp=[r.timestamp for r in recs],
+            created_at=[r.created_at for r in recs], user_id=[r.user_id for r in recs],
+            agent_id=[r.agent_id for r in recs], thread_id=[r.thread_id for r in recs],
+            role=[r.role for r in recs], expires_at=[r.expires_at for r in recs],
+            status=[r.status for r in recs], metadata=[], vectors=None,
+        )
+        return added, _arrow_table(columns, metas, matrix, missing, seq, ver)
 
     # ---- reads ---------------------------------------------------------------------------------
     def _query(self, filter: RecordFilter, order: Order, limit: int | None, offset: int) -> list[Record]:
@@ -1062,6 +1058,67 @@ class DuckDBStore(MemoryStore):
             with self._lock:
                 self._building -= 1
 
+
+
+def _arrow_table(
+    columns: ValidatedColumns, metas: list[str], matrix: np.ndarray, missing: np.ndarray, seq: int, ver: int
+) -> pa.Table:
+    """The ``am_records`` rows of ``columns`` as one Arrow table (bulk inserts through Arrow:
+    ~100k rows/s instead of ~600 with executemany): metadata as JSON ``metas``, unit vectors in
+    ``matrix`` (rows flagged in ``missing`` have none), ``seq``/``ver`` counting on from the
+    given values. Built column by column: every microsecond per row shows in ingest."""
+    n = len(columns)
+    # rows often share timestamps (created_at = now); keyed with the offset because equal
+    # instants in different zones are equal datetimes with different text
+    stamps: dict[tuple[datetime, Any], str] = {}
+
+    def iso_of(value: datetime) -> str:
+        key = (value, value.utcoffset())
+        text = stamps.get(key)
+        if text is None:
+            text = stamps[key] = value.isoformat()
+        return text
+
+    strings = pa.string()
+    arrays: list[pa.Array] = [
+        pa.array(columns.record_id, type=strings),
+        pa.array([t.value for t in columns.record_type], type=strings),
+        pa.array(columns.content, type=strings),
+        pa.array(columns.user_id, type=strings),
+        pa.array(columns.agent_id, type=strings),
+        pa.array(columns.thread_id, type=strings),
+        pa.array(columns.role, type=strings),
+        pa.array(np.arange(seq + 1, seq + n + 1, dtype=np.int64)),
+        pa.array([iso_of(t) for t in columns.timestamp], type=strings),
+        pa.array([iso_of(t) for t in columns.created_at], type=strings),
+        pa.array([None if e is None else iso_of(e) for e in columns.expires_at], type=strings),
+        pa.array([None if e is None else to_micros(e) for e in columns.expires_at], type=pa.int64()),
+        pa.array([s.value for s in columns.status], type=strings),
+        pa.array(metas, type=strings),
+        pa.array(np.arange(ver + 1, ver + n + 1, dtype=np.int64)),
+        pa.array(~missing),
+        pa.FixedSizeListArray.from_arrays(pa.array(matrix.ravel(), type=pa.float32()), matrix.shape[1], mask=pa.array(missing)),
+    ]
+    names = ["rid", "rtype", "content", "user_id", "agent_id", "thread_id", "role", "seq", "ts", "created",
+             "expires", "expires_us", "status", "metadata", "ver", "has_vec", "vec"]
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+def _insert_records(con: duckdb.DuckDBPyConnection, table: pa.Table) -> None:
+    con.register("am_new_rows", table)
+    try:
+        con.execute("INSERT INTO am_records SELECT * FROM am_new_rows")
+    except duckdb.ConstraintException as exc:  # the primary key saw a stored id
+        raise _DuplicateAdd from exc
+    finally:
+        con.unregister("am_new_rows")
+
+
+def _save_counters(con: duckdb.DuckDBPyConnection, seq: int, ver: int) -> None:
+    con.execute(
+        f"UPDATE am_meta SET value = CASE key WHEN 'seq' THEN '{int(seq)}' ELSE '{int(ver)}' END "
+        "WHERE key IN ('seq', 'ver')"
+    )
 
 
 _PLAIN_SCALARS = frozenset({str, int, float, bool, type(None)})

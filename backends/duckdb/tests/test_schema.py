@@ -242,3 +242,31 @@ def test_plugin_module_is_import_light() -> None:
     code = "import sys, agentmemory_duckdb.plugin; print('duckdb' in sys.modules, 'pyarrow' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout.strip()
     assert out == "False False"
+
+
+def test_equal_instants_keep_their_own_utc_offsets(tmp_path: Path) -> None:
+    """Timestamps are stored as ISO text with the caller's offset, also when one batch holds the
+    same instant in two zones (the per-batch text cache must not merge them)."""
+    from datetime import datetime, timedelta, timezone
+
+    import numpy as np
+
+    from agentmemory.bulk import RecordColumns
+    from agentmemory.records import Record
+    from agentmemory.spi import NewRecord, RecordFilter, WriteBatch
+
+    utc = datetime(2025, 3, 1, 8, 0, tzinfo=timezone.utc)
+    plus2 = utc.astimezone(timezone(timedelta(hours=2)))
+    store = DuckDBStore(tmp_path / "m.db")
+    store.open(dimension=2)
+    try:
+        store.write(WriteBatch(add=[
+            NewRecord(Record(record_id=rid, record_type="memory", content="x", timestamp=ts, created_at=ts), None)
+            for rid, ts in (("w1", utc), ("w2", plus2))
+        ]))
+        store.bulk_add(RecordColumns(record_id=["b1", "b2"], content=["x", "y"], record_type="memory",
+                                     timestamp=[plus2, utc], vectors=np.eye(2, dtype=np.float32)))
+        got = {r.record_id: r.timestamp.utcoffset() for r in store.query(RecordFilter())}
+        assert got == {"w1": timedelta(0), "w2": timedelta(hours=2), "b1": timedelta(hours=2), "b2": timedelta(0)}
+    finally:
+        store.close()

@@ -21,6 +21,7 @@ from .guards import GuardTests
 from .hostile import HostileInputTests
 from .model_based import ModelBasedTests
 from .resilience import ConcurrencyTests, FaultTests
+from .spi_bulk import BulkAddTests
 from .spi_links import LinkTests
 from .spi_records import BatchOrderTests, LifecycleTests, PersistenceTests, QueryTests, RecordCrudTests
 from .spi_scope import MetadataFilterTests, RecordTypeTests, ScopeTests
@@ -52,6 +53,7 @@ class BackendConformance(
     LinkTests,
     QueryTests,
     BatchOrderTests,
+    BulkAddTests,
     RecordCrudTests,
     LifecycleTests,
     GuardTests,
