@@ -165,6 +165,9 @@ def run_speed(args: argparse.Namespace, results: dict[str, Any], work_root: Path
         speed["raw"]["duckdb"] = raw.run_duckdb(data, plan, work_root, budget_s=args.cell_budget, build_hnsw=not args.skip_raw_duckdb_index)
         settle()
     records = make_records(data)
+    if "duckdb" in engines and speed["raw"]["duckdb"].get("available"):
+        speed["raw"]["duckdb"]["ingest_same_records"] = raw.run_duckdb_records(records, work_root, args.batch_size)
+        settle()
     for name in names:
         note(f"backend {name}")
         try:

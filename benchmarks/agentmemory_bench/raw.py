@@ -11,12 +11,14 @@ reference there).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from agentmemory.spi import NewRecord
 
 from .data import AGENT_ID, VectorData, exact_topk, recall_at_k
 from .measure import Latencies, dir_size, rss_bytes, settle, timed_loop
@@ -286,3 +288,53 @@ def run_duckdb(
             "HNSW with WHERE post-filters (low recall when selective); the scoped reference is the exact scan (+0)",
         ],
     }
+
+
+def run_duckdb_records(records: Sequence[NewRecord], workdir: Path, batch_size: int) -> dict[str, Any]:
+    """Raw DuckDB Arrow inserts of the same records the backends ingest (id, type, text, scope,
+    role, two TIMESTAMPTZ columns, metadata JSON text, ``FLOAT[d]`` vector; the Arrow table is
+    built before timing) into a plain table: in one INSERT, and in ``batch_size``-row INSERTs
+    like the backends' batches. The fair baseline for a store's ingest; ``run_duckdb``'s ingest
+    is a minimal (id, user, agent, vector) table."""
+    import json
+
+    import pyarrow as pa
+
+    dim = len(records[0].vector) if records and records[0].vector is not None else 0
+    recs = [item.record for item in records]
+    table = pa.table({
+        "id": [r.record_id for r in recs],
+        "rtype": [r.record_type.value for r in recs],
+        "content": [r.content for r in recs],
+        "user_id": [r.user_id for r in recs],
+        "agent_id": [r.agent_id for r in recs],
+        "thread_id": [r.thread_id for r in recs],
+        "role": [r.role for r in recs],
+        "ts": pa.array([r.timestamp for r in recs], type=pa.timestamp("us", tz="UTC")),
+        "created": pa.array([r.created_at for r in recs], type=pa.timestamp("us", tz="UTC")),
+        "metadata": [json.dumps(r.metadata) for r in recs],
+        "v": pa.FixedSizeListArray.from_arrays(
+            pa.array(np.stack([np.asarray(item.vector, dtype=np.float32) for item in records]).reshape(-1)), dim
+        ),
+    })
+    ddl = (
+        "(id VARCHAR, rtype VARCHAR, content VARCHAR, user_id VARCHAR, agent_id VARCHAR, thread_id VARCHAR, "
+        f"role VARCHAR, ts TIMESTAMPTZ, created TIMESTAMPTZ, metadata VARCHAR, v FLOAT[{dim}])"
+    )
+    out: dict[str, Any] = {"what": "the same records, plain table, Arrow INSERT"}
+    for label, step in (("one_insert", len(recs)), ("batched", batch_size)):
+        path = workdir / f"raw_duckdb_records_{label}.db"
+        path.unlink(missing_ok=True)
+        con = duckdb_connect(path)
+        con.execute("SET checkpoint_threshold = '256MB'")  # as the DuckDB backend: no checkpoint mid-run
+        con.execute(f"CREATE TABLE items {ddl}")
+        settle()
+        t0 = time.perf_counter()
+        for start in range(0, len(recs), step):
+            con.from_arrow(table.slice(start, step)).insert_into("items")
+        seconds = time.perf_counter() - t0
+        con.close()
+        for suffix in ("", ".wal"):
+            Path(str(path) + suffix).unlink(missing_ok=True)
+        out[label] = {"seconds": seconds, "rows_per_s": len(recs) / seconds if seconds else None, "batch_size": step}
+    return out

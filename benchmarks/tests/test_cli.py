@@ -17,6 +17,7 @@ def test_json_has_speed_figures_for_memory_backend(tiny_run: tuple[Path, dict[st
     (memory,) = speed["backends"]
     assert memory["backend"] == "memory" and memory["raw_engine"] == "numpy"
     assert memory["ingest"]["rows_per_s"] > 0 and memory["count_ok"] is True
+    assert memory["ingest_bulk_add"]["rows_per_s"] > 0 and memory["ingest_bulk_add"]["batch_size"] == 150
     keys = {cell_key(s) for s in (0.001, 0.01, 0.1, 0.5, 1.0)} | {UNSCOPED}
     assert set(memory["cells"]) == keys
     for key, cell in memory["cells"].items():
@@ -75,6 +76,30 @@ def test_markdown_report_and_plots(tiny_run: tuple[Path, dict[str, Any]]) -> Non
     if pngs:  # matplotlib is optional
         assert pngs == ["latency_vs_selectivity.png", "recall_vs_budget.png"]
         assert all((out / p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+
+
+def test_duckdb_ingest_is_compared_with_the_same_records(tmp_path: Path) -> None:
+    """DuckDB's ingest is set against raw Arrow inserts of the same records (one INSERT and the
+    same batch size), for ``write`` and ``bulk_add``, and the report checks the issue's target."""
+    import json
+
+    from agentmemory_bench.cli import main
+
+    out = tmp_path / "out"
+    args = ["--n", "300", "--queries", "4", "--cell-budget", "0.3", "--batch-size", "100", "--backends", "duckdb",
+            "--suites", "speed", "--raw", "duckdb", "--quiet", "--out", str(out), "--workdir", str(tmp_path / "w")]
+    assert main(args) == 0
+    speed = json.loads((out / "results.json").read_text(encoding="utf-8"))["speed"]
+    same = speed["raw"]["duckdb"]["ingest_same_records"]
+    assert same["one_insert"]["batch_size"] == 300 and same["batched"]["batch_size"] == 100
+    (duck,) = speed["backends"]
+    ratios, checks = duck["ratios"], duck["targets"]
+    assert ratios["bulk_add_time_x_same_records"] == pytest.approx(duck["ingest_bulk_add"]["seconds"] / same["one_insert"]["seconds"])
+    assert ratios["ingest_time_x_same_records_batched"] == pytest.approx(duck["ingest"]["seconds"] / same["batched"]["seconds"])
+    assert {"bulk_add_time_x_raw_same_records", "write_time_x_raw_same_records_batched", "bulk_add_rows_per_s"} <= set(checks)
+    assert "ingest_time_x_raw" not in checks  # the minimal-table ratio is shown, not judged
+    text = (out / "report.md").read_text(encoding="utf-8")
+    assert "duckdb (same records)" in text and "bulk_add rec/s" in text
 
 
 def test_unknown_suite_is_rejected(capsys: pytest.CaptureFixture[str]) -> None:
