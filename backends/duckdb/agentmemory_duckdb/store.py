@@ -122,6 +122,9 @@ class SearchPlan:
     """True when the index returned fewer than k matching rows and the exact scan answered."""
 
 
+TIE_SPARE = 16
+"""Extra rows the exact scan fetches by bare distance to order ties by (rounded distance, id)."""
+
 _SIZE = re.compile(r"^\s*\d+(\.\d+)?\s*(b|kb|mb|gb|tb|kib|mib|gib|tib|bytes)?\s*$", re.IGNORECASE)
 """A DuckDB size setting (``256MB``, ``1GiB``)."""
 
@@ -776,8 +779,21 @@ class DuckDBStore(MemoryStore):
 
     @staticmethod
     def _exact(con: duckdb.DuckDBPyConnection, q: str, dim: int, where: str, params: list[Any], k: int) -> list[tuple[str, float]]:
-        """The exact top-k ``(rid, distance)`` among the rows passing ``where`` (only ids and
-        distances go through the sort; the k rows are read afterwards)."""
+        """The exact top-k ``(rid, distance)`` among the rows passing ``where``, ordered by
+        ``(round(distance, 6), rid)`` (only ids and distances go through the sort; the k rows
+        are read afterwards). DuckDB's top-N on the bare distance is ~1.5 ms cheaper at 10k
+        rows than on that pair, so it fetches ``k + TIE_SPARE`` by distance and orders them
+        here; that is exact unless the last one fetched could still tie with the k-th after
+        rounding (near-duplicates), and then the tie-aware query runs instead."""
+        spare = int(k) + TIE_SPARE
+        rows = con.execute(
+            f"SELECT r.rid, array_cosine_distance(r.vec, ?::FLOAT[{dim}]) AS dist FROM am_records r "
+            f"WHERE r.has_vec AND {where} ORDER BY dist LIMIT {spare}",
+            [q, *params],
+        ).fetchall()
+        pairs = sorted(((rid, float(d)) for rid, d in rows), key=lambda p: (round(p[1], 6), p[0]))
+        if len(rows) < spare or round(float(rows[-1][1]), 6) > round(pairs[k - 1][1], 6):
+            return pairs[:k]  # every row not fetched rounds above the k-th: it cannot rank higher
         rows = con.execute(
             f"SELECT r.rid, array_cosine_distance(r.vec, ?::FLOAT[{dim}]) AS dist FROM am_records r "
             f"WHERE r.has_vec AND {where} ORDER BY round(dist::DOUBLE, 6), r.rid LIMIT {int(k)}",

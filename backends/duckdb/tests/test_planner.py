@@ -244,3 +244,32 @@ def test_ef_grows_with_the_index() -> None:
     store = DuckDBStore("unused.duckdb")
     assert [store._ef_floor(n) for n in (10_000, 200_000, 1_000_000)] == [64, 128, 256]
     assert DuckDBStore("unused.duckdb", hnsw_ef_search=300)._ef_floor(1_000_000) == 300
+
+
+@pytest.mark.parametrize("jitter", [0.0, 1e-9], ids=["identical", "equal-after-rounding"])
+def test_exact_scan_orders_ties_by_id_beyond_the_spare_rows(tmp_path: Path, h: Any, jitter: float) -> None:
+    """The exact scan fetches ``k + TIE_SPARE`` rows by bare distance; when more rows than that
+    tie with the k-th after rounding to 6 decimals, it must still return the smallest ids (the
+    reference order), not whichever tied rows DuckDB's top-N happened to keep."""
+    from agentmemory_duckdb.store import TIE_SPARE
+
+    from agentmemory.records import Record
+    from agentmemory.reference_store import InMemoryStore
+    from agentmemory.spi import NewRecord
+
+    rng = np.random.default_rng(3)
+    n = 4 * (K + TIE_SPARE)
+    base = np.ones(4, dtype=np.float32)
+    vectors = [base + np.float32(jitter) * rng.standard_normal(4).astype(np.float32) for _ in range(n)]
+    ids = [f"m{i:03d}" for i in rng.permutation(n)]  # ids not in insertion order
+    adds = [NewRecord(Record(record_id=rid, record_type="memory", content="x", user_id="u", timestamp=h.T0, created_at=h.T0), v)
+            for rid, v in zip(ids, vectors)]
+    far = [NewRecord(Record(record_id=f"z{i}", record_type="memory", content="x", user_id="u", timestamp=h.T0, created_at=h.T0),
+                     np.array([1, -1, 0, 0], dtype=np.float32)) for i in range(5)]
+    results = []
+    for store in (DuckDBStore(tmp_path / "m.duckdb", auto_index=False), InMemoryStore()):
+        store.open(dimension=4)
+        store.write(WriteBatch(add=adds + far))
+        results.append([hit.record.record_id for hit in store.vector_search(base, RecordFilter(user_id="u"), K)])
+        store.close()
+    assert results[0] == results[1] == sorted(ids)[:K]
