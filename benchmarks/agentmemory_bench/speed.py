@@ -81,8 +81,9 @@ def record_columns(records: Sequence[NewRecord]) -> RecordColumns:
 def bulk_ingest(
     name: str, records: Sequence[NewRecord], dim: int, workdir: Path, batch_size: int, uri: str | None
 ) -> dict[str, Any]:
-    """Ingest of the same records through ``bulk_add`` (columns built before timing) into a
-    store of its own, dropped afterwards (a server URI is recreated by the main run)."""
+    """Ingest of the same records through ``bulk_add`` (columns built before timing; the run
+    passes all records in one call, a bulk import's natural use) into a store of its own,
+    dropped afterwards (a server URI is recreated by the main run)."""
     store, _ = make_store(name, workdir / "bulk_add", uri or bulk_load_uri(name, workdir / "bulk_add"))
     chunks = [record_columns(chunk) for chunk in batches(records, batch_size)]
     seconds = 0.0
@@ -151,7 +152,7 @@ def run_backend(
         return result, None
     result["uri"] = location
     n, dim = data.vectors.shape
-    result["ingest_bulk_add"] = bulk_ingest(name, records, dim, workdir, batch_size, uri)
+    result["ingest_bulk_add"] = bulk_ingest(name, records, dim, workdir, len(records), uri)
     before = settle()
     t0 = time.perf_counter()
     store.open(dimension=dim, schema_policy=SchemaPolicy.RECREATE)

@@ -17,7 +17,7 @@ def test_json_has_speed_figures_for_memory_backend(tiny_run: tuple[Path, dict[st
     (memory,) = speed["backends"]
     assert memory["backend"] == "memory" and memory["raw_engine"] == "numpy"
     assert memory["ingest"]["rows_per_s"] > 0 and memory["count_ok"] is True
-    assert memory["ingest_bulk_add"]["rows_per_s"] > 0 and memory["ingest_bulk_add"]["batch_size"] == 150
+    assert memory["ingest_bulk_add"]["rows_per_s"] > 0 and memory["ingest_bulk_add"]["batch_size"] == 400
     keys = {cell_key(s) for s in (0.001, 0.01, 0.1, 0.5, 1.0)} | {UNSCOPED}
     assert set(memory["cells"]) == keys
     for key, cell in memory["cells"].items():
