@@ -14,7 +14,7 @@ None) or a list/tuple with one value per row.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -98,27 +98,31 @@ def validate_columns(columns: Any, dimension: int) -> ValidatedColumns:
     row (``columns.user_id[17]``). Nothing is written by a caller before this returns."""
     if not isinstance(columns, RecordColumns):
         raise InvalidArgument("columns", f"must be RecordColumns, got {type(columns).__name__}")
-    ids = _per_row("record_id", columns.record_id, None)
+    ids = list(_per_row("record_id", columns.record_id, None))
     n = len(ids)
-    seen: set[str] = set()
-    for i, rid in enumerate(ids):
-        validate_id(f"columns.record_id[{i}]", rid, internal=True)
-        if rid in seen:
-            raise InvalidArgument(f"columns.record_id[{i}]", f"duplicate record id {rid!r}")
-        seen.add(rid)
-    types = _checked("record_type", columns.record_type, n, validate_record_type)
-    contents = _per_row("content", columns.content, n)
-    for i, (text, rtype) in enumerate(zip(contents, types)):
-        validate_content(f"columns.content[{i}]", text, allow_empty=rtype in (RecordType.THREAD, RecordType.SUMMARY))
+    _each("record_id", ids, lambda arg, rid: validate_id(arg, rid, internal=True))
+    if len(set(ids)) != n:
+        seen: set[str] = set()
+        for i, rid in enumerate(ids):
+            if rid in seen:
+                raise InvalidArgument(f"columns.record_id[{i}]", f"duplicate record id {rid!r}")
+            seen.add(rid)
+    types = _checked("record_type", columns.record_type, n, validate_record_type, cache=True)
+    contents = list(_per_row("content", columns.content, n))
+    if RecordType.THREAD in types or RecordType.SUMMARY in types:  # these may be empty
+        _each("content", list(zip(contents, types)), lambda arg, row: validate_content(
+            arg, row[0], allow_empty=row[1] in (RecordType.THREAD, RecordType.SUMMARY)))
+    else:
+        _each("content", contents, validate_content)
     timestamps = _checked("timestamp", columns.timestamp, n, validate_aware_datetime)
     created = timestamps if columns.created_at is None else _checked("created_at", columns.created_at, n, validate_aware_datetime)
-    scopes = [_checked(name, getattr(columns, name), n, _optional_id) for name in ("user_id", "agent_id", "thread_id")]
-    roles = _checked("role", columns.role, n, _optional_role)
+    scopes = [_checked(name, getattr(columns, name), n, _optional_id, cache=True) for name in ("user_id", "agent_id", "thread_id")]
+    roles = _checked("role", columns.role, n, _optional_role, cache=True)
     expires = _checked("expires_at", columns.expires_at, n, _optional_datetime)
-    statuses = _checked("status", columns.status, n, validate_status)
+    statuses = _checked("status", columns.status, n, validate_status, cache=True)
     metadata = _checked("metadata", columns.metadata, n, _stored_metadata)
     return ValidatedColumns(
-        record_id=list(ids), content=list(contents), record_type=types, timestamp=timestamps, created_at=created,
+        record_id=ids, content=contents, record_type=types, timestamp=timestamps, created_at=created,
         user_id=scopes[0], agent_id=scopes[1], thread_id=scopes[2], role=roles, expires_at=expires,
         status=statuses, metadata=metadata, vectors=_vectors(columns.vectors, n, dimension),
     )
@@ -134,24 +138,38 @@ def _per_row(name: str, values: Any, n: int | None) -> Sequence[Any]:
     return values
 
 
-def _checked(name: str, values: Any, n: int, check: Any) -> list[Any]:
-    """The column as one checked value per row: a scalar is checked once and repeated; a list
-    is checked per distinct value (hashable ones), so repeated scope ids cost a lookup."""
+def _each(name: str, rows: Sequence[Any], check: Callable[[str, Any], Any]) -> list[Any]:
+    """``check`` applied to every row. The argument name is built only when a row fails: the
+    rows are checked again one by one to name the first bad one (``columns.name[i]``)."""
+    argument = f"columns.{name}"
+    try:
+        return [check(argument, value) for value in rows]
+    except InvalidArgument:
+        for i, value in enumerate(rows):
+            check(f"{argument}[{i}]", value)
+        raise
+
+
+def _checked(name: str, values: Any, n: int, check: Callable[[str, Any], Any], *, cache: bool = False) -> list[Any]:
+    """The column as one checked value per row: a scalar is checked once and repeated. With
+    ``cache`` (columns of strings and enums, where equal values are identical) each distinct
+    value is checked once, so repeated scope ids cost a lookup."""
     if isinstance(values, _SCALAR_TYPES):
         return [check(f"columns.{name}", values)] * n
     rows = _per_row(name, values, n)
-    out: list[Any] = []
+    if not cache:
+        return _each(name, rows, check)
     done: dict[Any, Any] = {}
+    missing = object()
+    out: list[Any] = []
     for i, value in enumerate(rows):
         try:
-            out.append(done[value])
-            continue
-        except (KeyError, TypeError):  # new, or unhashable (metadata dicts)
-            pass
-        checked = check(f"columns.{name}[{i}]", value)
-        out.append(checked)
-        if isinstance(value, (str, RecordType, RecordStatus)):  # equal means identical here (not
-            done[value] = checked  # for datetimes: equal instants may carry different offsets
+            hit = done.get(value, missing)
+        except TypeError:  # unhashable: certainly invalid here, the check names it
+            hit = missing
+        if hit is missing:
+            hit = done[value] = check(f"columns.{name}[{i}]", value)
+        out.append(hit)
     return out
 
 
