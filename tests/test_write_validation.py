@@ -9,7 +9,7 @@ leave the store unchanged.
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import numpy as np
@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentmemory.bulk import RecordColumns
 from agentmemory.errors import InvalidArgument
 from agentmemory.records import Record, RecordType
 from agentmemory.reference_store import InMemoryStore
@@ -145,3 +146,42 @@ def test_fast_path_agrees_with_the_full_metadata_check(metadata: dict[str, Any])
         with pytest.raises(InvalidArgument) as info:
             s.write(batch)
         assert info.value.argument == expected
+
+
+_text = st.one_of(st.text(max_size=8), st.sampled_from(["", " ", "a\x00", "\ud800", "ok", "@x", "x" * 129, " pad"]))
+_maybe_id = st.one_of(st.none(), _text)
+_when = st.sampled_from([T0, T0.replace(tzinfo=None), T0.astimezone(timezone(timedelta(hours=-5)))])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_text, _text, _maybe_id, _maybe_id, _when, st.dictionaries(_key, _scalar, max_size=3)),
+                min_size=1, max_size=5))
+def test_bulk_add_accepts_and_rejects_exactly_what_write_does(rows: list[tuple[Any, ...]]) -> None:
+    """``bulk_add`` of some rows raises ``InvalidArgument`` exactly when ``write`` of the same
+    rows does, and otherwise stores the same records."""
+    by_write, by_columns = InMemoryStore(), InMemoryStore()
+    by_write.open(dimension=DIM)
+    by_columns.open(dimension=DIM)
+    vectors = np.ones((len(rows), DIM), dtype=np.float32)
+    batch = WriteBatch(add=[
+        NewRecord(_record(0, record_id=rid, content=text, user_id=user, thread_id=thread, timestamp=when,
+                          created_at=when, metadata=meta), vectors[i])
+        for i, (rid, text, user, thread, when, meta) in enumerate(rows)
+    ])
+    columns = RecordColumns(
+        record_id=[r[0] for r in rows], content=[r[1] for r in rows], record_type="memory",
+        user_id=[r[2] for r in rows], agent_id="a1", thread_id=[r[3] for r in rows],
+        timestamp=[r[4] for r in rows], metadata=[r[5] for r in rows], vectors=vectors,
+    )
+    try:
+        by_write.write(batch)
+        write_error = False
+    except InvalidArgument:
+        write_error = True
+    try:
+        by_columns.bulk_add(columns)
+        columns_error = False
+    except InvalidArgument:
+        columns_error = True
+    assert columns_error == write_error
+    assert by_columns.query(RecordFilter()) == by_write.query(RecordFilter())
