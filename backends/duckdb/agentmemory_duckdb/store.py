@@ -744,7 +744,7 @@ class DuckDBStore(MemoryStore):
                 else:
                     self.last_plan = SearchPlan("exact", matching)
                 if full_rows is None:
-                    pairs = self._exact(con, q, dim, where, params, k)
+                    pairs = self._exact_over_snapshot(con, vidx, q, dim, where, params, k)
             rows = _merge_with_rows(con, pairs, full_rows or [], k, ascending=True)
         return [Hit(record=decode_record(row), distance=float(row[-1])) for row in rows]
 
@@ -800,6 +800,38 @@ class DuckDBStore(MemoryStore):
             [q, *params],
         ).fetchall()
         return [(rid, float(d)) for rid, d in rows]
+
+    def _exact_over_snapshot(
+        self, con: duckdb.DuckDBPyConnection, vidx: IndexState, q: str, dim: int, where: str, params: list[Any], k: int,
+    ) -> list[tuple[str, float]]:
+        """``_exact``, but scanning the scope-clustered snapshot (stale rows dropped) plus the
+        rows written since it, instead of ``am_records``: a scoped scan reads only its scope's
+        blocks. Falls back to ``_exact`` when near-ties at a cut could change the answer."""
+        clean = self._vec_changes == self._vec_changes_at_build  # nothing changed since the build
+        stale = set() if clean else _stale_ids(con, vidx.watermark)
+        sources: list[tuple[list[tuple[str, float]], bool, float]] = []  # (rows, truncated, last distance)
+        spare = int(k) + TIE_SPARE + len(stale)
+        # "+ 0": a bare ORDER BY distance LIMIT on this table would be answered by its HNSW index,
+        # which applies the WHERE afterwards
+        rows = con.execute(
+            f"SELECT r.rid, array_cosine_distance(r.vec, ?::FLOAT[{dim}]) + 0 AS dist FROM {ident(vidx.table)} r "
+            f"WHERE {where} ORDER BY dist LIMIT {spare}",
+            [q, *params],
+        ).fetchall()
+        sources.append(([(rid, float(d)) for rid, d in rows if rid not in stale], len(rows) == spare, float(rows[-1][1]) if rows else 0.0))
+        if not clean:
+            spare = int(k) + TIE_SPARE
+            rows = con.execute(
+                f"SELECT r.rid, array_cosine_distance(r.vec, ?::FLOAT[{dim}]) AS dist FROM am_records r "
+                f"WHERE r.ver > {int(vidx.watermark)} AND r.has_vec AND {where} ORDER BY dist LIMIT {spare}",
+                [q, *params],
+            ).fetchall()
+            sources.append(([(rid, float(d)) for rid, d in rows], len(rows) == spare, float(rows[-1][1]) if rows else 0.0))
+        pairs = sorted((pair for found, _, _ in sources for pair in found), key=lambda p: (round(p[1], 6), p[0]))
+        cut = round(pairs[k - 1][1], 6) if len(pairs) >= k else None
+        if all(not truncated or (cut is not None and round(last, 6) > cut) for _, truncated, last in sources):
+            return pairs[:k]  # every row not fetched rounds above the k-th: it cannot rank higher
+        return self._exact(con, q, dim, where, params, k)
 
     def _via_index(
         self, con: duckdb.DuckDBPyConnection, vidx: IndexState, q: str, dim: int, where: str,
@@ -1030,7 +1062,10 @@ class DuckDBStore(MemoryStore):
             # same copy as an INSERT takes ~1.5 s)
             columns = f"{_SNAPSHOT_COLUMNS}, r.ver{', r.vec' if job == 'vector' else ''}"
             cursor.execute(f"CREATE TABLE {table} AS SELECT {columns} FROM am_records r WHERE FALSE")
-            cursor.execute(f"INSERT INTO {table} SELECT {columns} FROM am_records r WHERE r.has_vec")
+            # clustered by scope: an exact scan of one user's rows then reads only their blocks
+            # (zonemaps skip the rest): 17 → 8 ms for a user with 10 % of 100k rows, 8 → 2 ms at 0.1 %
+            order = " ORDER BY r.user_id, r.thread_id, r.seq" if job == "vector" else ""
+            cursor.execute(f"INSERT INTO {table} SELECT {columns} FROM am_records r WHERE r.has_vec{order}")
             watermark, rows = cursor.execute(f"SELECT coalesce(max(ver), 0), count(*) FROM {table}").fetchone()  # type: ignore[misc]
             self._after_snapshot(job)
             if job == "vector":
