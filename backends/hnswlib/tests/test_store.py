@@ -134,3 +134,23 @@ def test_closed_store_refuses_work(tmp_path: Path) -> None:
         store.count(RecordFilter())
     with pytest.raises(BackendUnavailable):
         store.checkpoint()
+
+
+def test_search_breadth_grows_with_the_index_unless_set(tmp_path: Path) -> None:
+    """Unset ``ef_search`` follows the index size (64 / 128 / 256 at ≤200k / ≤1M / more
+    vectors: the measured recall@10 of each); a given value is kept whatever the size."""
+    from types import SimpleNamespace
+
+    auto, fixed = HnswlibStore(tmp_path / "a"), HnswlibStore(tmp_path / "b", ef_search=100)
+    floors = []
+    for n in (0, 200_000, 200_001, 1_000_000, 1_000_001):
+        auto._cols = fixed._cols = SimpleNamespace(n=n)  # type: ignore[assignment]
+        floors.append((auto._ef_floor(), fixed._ef_floor()))
+    assert floors == [(64, 100), (64, 100), (128, 100), (128, 100), (256, 100)]
+    auto._cols = fixed._cols = None
+    assert auto._ef_for(200) == 400  # scoped ANN fetches widen the search beyond the floor
+    auto.open(dimension=4)
+    try:
+        assert auto.info().extra["ef_search"] == "auto (64)"
+    finally:
+        auto.close()
