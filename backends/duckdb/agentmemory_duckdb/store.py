@@ -787,17 +787,12 @@ class DuckDBStore(MemoryStore):
         rows than on that pair, so it fetches ``k + TIE_SPARE`` by distance and orders them
         here; that is exact unless the last one fetched could still tie with the k-th after
         rounding (near-duplicates), and then the tie-aware query runs instead."""
-        spare = int(k) + TIE_SPARE
+        distance = f"array_cosine_distance(r.vec, {q})"
+        top = _top_k_if_exact([_nearest(con, distance, "am_records", f"r.has_vec AND {where}", params, k + TIE_SPARE)], k)
+        if top is not None:
+            return top
         rows = con.execute(
-            f"SELECT r.rid, array_cosine_distance(r.vec, {q}) AS dist FROM am_records r "
-            f"WHERE r.has_vec AND {where} ORDER BY dist LIMIT {spare}",
-            params,
-        ).fetchall()
-        pairs = sorted(((rid, float(d)) for rid, d in rows), key=lambda p: (round(p[1], 6), p[0]))
-        if len(rows) < spare or round(float(rows[-1][1]), 6) > round(pairs[k - 1][1], 6):
-            return pairs[:k]  # every row not fetched rounds above the k-th: it cannot rank higher
-        rows = con.execute(
-            f"SELECT r.rid, array_cosine_distance(r.vec, {q}) AS dist FROM am_records r "
+            f"SELECT r.rid, {distance} AS dist FROM am_records r "
             f"WHERE r.has_vec AND {where} ORDER BY round(dist::DOUBLE, 6), r.rid LIMIT {int(k)}",
             params,
         ).fetchall()
@@ -811,29 +806,15 @@ class DuckDBStore(MemoryStore):
         blocks. Falls back to ``_exact`` when near-ties at a cut could change the answer."""
         clean = self._vec_changes == self._vec_changes_at_build  # nothing changed since the build
         stale = set() if clean else _stale_ids(con, vidx.watermark)
-        sources: list[tuple[list[tuple[str, float]], bool, float]] = []  # (rows, truncated, last distance)
-        spare = int(k) + TIE_SPARE + len(stale)
+        distance = f"array_cosine_distance(r.vec, {q})"
         # "+ 0": a bare ORDER BY distance LIMIT on this table would be answered by its HNSW index,
         # which applies the WHERE afterwards
-        rows = con.execute(
-            f"SELECT r.rid, array_cosine_distance(r.vec, {q}) + 0 AS dist FROM {ident(vidx.table)} r "
-            f"WHERE {where} ORDER BY dist LIMIT {spare}",
-            params,
-        ).fetchall()
-        sources.append(([(rid, float(d)) for rid, d in rows if rid not in stale], len(rows) == spare, float(rows[-1][1]) if rows else 0.0))
+        sources = [_nearest(con, f"{distance} + 0", ident(vidx.table), where, params, k + TIE_SPARE + len(stale), drop=stale)]
         if not clean:
-            spare = int(k) + TIE_SPARE
-            rows = con.execute(
-                f"SELECT r.rid, array_cosine_distance(r.vec, {q}) AS dist FROM am_records r "
-                f"WHERE r.ver > {int(vidx.watermark)} AND r.has_vec AND {where} ORDER BY dist LIMIT {spare}",
-                params,
-            ).fetchall()
-            sources.append(([(rid, float(d)) for rid, d in rows], len(rows) == spare, float(rows[-1][1]) if rows else 0.0))
-        pairs = sorted((pair for found, _, _ in sources for pair in found), key=lambda p: (round(p[1], 6), p[0]))
-        cut = round(pairs[k - 1][1], 6) if len(pairs) >= k else None
-        if all(not truncated or (cut is not None and round(last, 6) > cut) for _, truncated, last in sources):
-            return pairs[:k]  # every row not fetched rounds above the k-th: it cannot rank higher
-        return self._exact(con, q, dim, where, params, k)
+            delta = f"r.ver > {int(vidx.watermark)} AND r.has_vec AND {where}"
+            sources.append(_nearest(con, distance, "am_records", delta, params, k + TIE_SPARE))
+        top = _top_k_if_exact(sources, k)
+        return top if top is not None else self._exact(con, q, dim, where, params, k)
 
     def _via_index(
         self, con: duckdb.DuckDBPyConnection, vidx: IndexState, q: str, dim: int, where: str,
@@ -1155,6 +1136,34 @@ def _arrow_table(
     names = ["rid", "rtype", "content", "user_id", "agent_id", "thread_id", "role", "seq", "ts", "created",
              "expires", "expires_us", "status", "metadata", "ver", "has_vec", "vec"]
     return pa.Table.from_arrays(arrays, names=names)
+
+
+_Nearest = tuple[list[tuple[str, float]], bool, float]
+"""Rows ``(rid, distance)`` of one scan, whether its LIMIT cut it short, and the last distance."""
+
+
+def _nearest(
+    con: duckdb.DuckDBPyConnection, distance: str, table: str, where: str, params: list[Any], limit: int,
+    drop: set[str] | frozenset[str] = frozenset(),
+) -> _Nearest:
+    """The ``limit`` rows of ``table`` passing ``where`` with the smallest ``distance``, by bare
+    distance (ties unordered), minus the ids in ``drop``."""
+    rows = con.execute(
+        f"SELECT r.rid, {distance} AS dist FROM {table} r WHERE {where} ORDER BY dist LIMIT {int(limit)}", params
+    ).fetchall()
+    found = [(rid, float(d)) for rid, d in rows if rid not in drop]
+    return found, len(rows) == limit, float(rows[-1][1]) if rows else 0.0
+
+
+def _top_k_if_exact(sources: list[_Nearest], k: int) -> list[tuple[str, float]] | None:
+    """The top ``k`` of ``sources`` by ``(round(distance, 6), rid)``, or None when a source cut
+    short by its LIMIT could hold an unfetched row that ties with (or beats) the k-th: every
+    unfetched row is at least as far as its source's last one."""
+    pairs = sorted((pair for found, _, _ in sources for pair in found), key=lambda p: (round(p[1], 6), p[0]))
+    cut = round(pairs[k - 1][1], 6) if len(pairs) >= k else None
+    if all(not short or (cut is not None and round(last, 6) > cut) for _, short, last in sources):
+        return pairs[:k]
+    return None
 
 
 def _insert_records(con: duckdb.DuckDBPyConnection, table: pa.Table) -> None:

@@ -246,8 +246,9 @@ def test_ef_grows_with_the_index() -> None:
     assert DuckDBStore("unused.duckdb", hnsw_ef_search=300)._ef_floor(1_000_000) == 300
 
 
+@pytest.mark.parametrize("snapshot", [False, True], ids=["records", "clustered-snapshot"])
 @pytest.mark.parametrize("jitter", [0.0, 1e-9], ids=["identical", "equal-after-rounding"])
-def test_exact_scan_orders_ties_by_id_beyond_the_spare_rows(tmp_path: Path, h: Any, jitter: float) -> None:
+def test_exact_scan_orders_ties_by_id_beyond_the_spare_rows(tmp_path: Path, h: Any, jitter: float, snapshot: bool) -> None:
     """The exact scan fetches ``k + TIE_SPARE`` rows by bare distance; when more rows than that
     tie with the k-th after rounding to 6 decimals, it must still return the smallest ids (the
     reference order), not whichever tied rows DuckDB's top-N happened to keep."""
@@ -267,9 +268,12 @@ def test_exact_scan_orders_ties_by_id_beyond_the_spare_rows(tmp_path: Path, h: A
     far = [NewRecord(Record(record_id=f"z{i}", record_type="memory", content="x", user_id="u", timestamp=h.T0, created_at=h.T0),
                      np.array([1, -1, 0, 0], dtype=np.float32)) for i in range(5)]
     results = []
-    for store in (DuckDBStore(tmp_path / "m.duckdb", auto_index=False), InMemoryStore()):
+    for store in (DuckDBStore(tmp_path / "m.duckdb", auto_index=False, planner="exact"), InMemoryStore()):
         store.open(dimension=4)
-        store.write(WriteBatch(add=adds + far))
+        store.write(WriteBatch(add=adds[:n // 2] + far))
+        if snapshot and isinstance(store, DuckDBStore):
+            store.build_indexes()  # half the ties in the snapshot, half in the delta
+        store.write(WriteBatch(add=adds[n // 2:]))
         results.append([hit.record.record_id for hit in store.vector_search(base, RecordFilter(user_id="u"), K)])
         store.close()
     assert results[0] == results[1] == sorted(ids)[:K]
