@@ -13,7 +13,6 @@ None) or a list/tuple with one value per row.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,8 +23,10 @@ import numpy as np
 from .errors import InvalidArgument
 from .records import Record, RecordStatus, RecordType
 from .validation import (
+    bad_vector_row,
     metadata_json,
     simple_metadata,
+    stored_metadata,
     validate_aware_datetime,
     validate_content,
     validate_id,
@@ -186,12 +187,10 @@ def _optional_datetime(argument: str, value: Any) -> datetime | None:
 
 
 def _stored_metadata(argument: str, value: Any) -> dict[str, Any]:
-    """Metadata as a read returns it: a plain JSON copy (what ``write`` stores)."""
-    if value is None:
-        return {}
-    if simple_metadata(value):
-        return dict(value)
-    return json.loads(metadata_json(argument, value, allow_reserved=True))
+    """Checked metadata as a read returns it (what ``write`` stores)."""
+    if value is None or simple_metadata(value):
+        return stored_metadata(value)
+    return stored_metadata(value, metadata_json(argument, value, allow_reserved=True))
 
 
 def _vectors(vectors: Any, n: int, dimension: int) -> np.ndarray | None:
@@ -204,10 +203,7 @@ def _vectors(vectors: Any, n: int, dimension: int) -> np.ndarray | None:
         raise InvalidArgument("columns.vectors", f"not a numeric matrix ({exc})") from None
     if matrix.shape != (n, dimension):
         raise InvalidArgument("columns.vectors", f"expected shape ({n}, {dimension}), got {matrix.shape}")
-    finite = np.isfinite(matrix).all(axis=1)
-    if not finite.all():
-        raise InvalidArgument(f"columns.vectors[{int(np.argmin(finite))}]", "contains NaN or infinity")
-    nonzero = matrix.any(axis=1)
-    if not nonzero.all():
-        raise InvalidArgument(f"columns.vectors[{int(np.argmin(nonzero))}]", "is all zeros (cosine distance undefined)")
+    bad = bad_vector_row(matrix)
+    if bad is not None:
+        raise InvalidArgument(f"columns.vectors[{bad[0]}]", bad[1])
     return matrix

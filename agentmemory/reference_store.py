@@ -6,7 +6,6 @@ makes the core testable without a database. Data lives in memory; ``memory://`` 
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import threading
@@ -31,6 +30,7 @@ from .spi import (
     SchemaPolicy,
     WriteBatch,
 )
+from .validation import stored_metadata
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -71,7 +71,7 @@ def apply_patch(record: Record, patch: RecordPatch) -> Record:
     for name in ("content", "metadata", "status", "timestamp", "expires_at"):
         value = getattr(patch, name)
         if value is not UNSET:
-            changes[name] = _plain_json(value) if name == "metadata" else value
+            changes[name] = stored_metadata(value) if name == "metadata" else value
     return record.model_copy(update=changes)
 
 
@@ -118,7 +118,7 @@ class InMemoryStore(MemoryStore):
                 if rid in records:
                     raise Conflict(f"record id {rid!r} already exists")
                 seq += 1
-                rec = item.record.model_copy(update={"seq": seq, "metadata": _plain_json(item.record.metadata)})
+                rec = item.record.model_copy(update={"seq": seq, "metadata": stored_metadata(item.record.metadata)})
                 records[rid] = rec
                 if item.vector is not None:
                     vectors[rid] = _unit(item.vector)
@@ -234,11 +234,6 @@ def bm25(
         idf = math.log(1 + (n_docs - df[term] + 0.5) / (df[term] + 0.5))
         score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg_len))
     return score
-
-
-def _plain_json(value: object) -> dict[str, object]:
-    """Metadata as a JSON backend returns it (tuples become lists, a private copy)."""
-    return json.loads(json.dumps(value))
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:

@@ -24,7 +24,7 @@ import numpy as np
 from .bulk import RecordColumns, ValidatedColumns, validate_columns
 from .errors import BackendUnavailable, CapabilityNotSupported, InvalidArgument
 from .records import Link, Record, RecordStatus, RecordType
-from .validation import validate_filter, validate_link, validate_new_record, validate_patch
+from .validation import bad_vector_row, validate_filter, validate_link, validate_new_record, validate_patch
 
 SPEC_VERSION: Final = "1.0"
 """The version of this SPI and of the conformance suite that checks it."""
@@ -505,10 +505,10 @@ def _validate_added_vectors(items: list[NewRecord], dimension: int) -> None:
         if all(type(v) is np.ndarray and v.shape == (dimension,) and v.dtype.kind in "fiu" for v in vectors):
             with np.errstate(over="ignore", invalid="ignore"):  # out-of-range values become inf
                 matrix = np.asarray(vectors, dtype=np.float32)
-            good = np.isfinite(matrix).all(axis=1) & matrix.any(axis=1)
-            if good.all():
-                continue
-            chunk = [chunk[int(np.argmin(good))]]  # the first bad one: its own message below
+            bad = bad_vector_row(matrix)
+            if bad is not None:
+                raise InvalidArgument(f"vector of {chunk[bad[0]].record.record_id!r}", bad[1])
+            continue
         for item in chunk:
             _validate_vector(f"vector of {item.record.record_id!r}", item.vector, dimension)
 
@@ -521,10 +521,9 @@ def _validate_vector(name: str, vector: Any, dimension: int) -> np.ndarray:
         raise InvalidArgument(name, f"not a numeric vector ({exc})") from None
     if arr.ndim != 1 or arr.shape[0] != dimension:
         raise InvalidArgument(name, f"expected shape ({dimension},), got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise InvalidArgument(name, "contains NaN or infinity")
-    if not np.any(arr):
-        raise InvalidArgument(name, "is all zeros (cosine distance undefined)")
+    bad = bad_vector_row(arr[None, :])
+    if bad is not None:
+        raise InvalidArgument(name, bad[1])
     return arr
 
 

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence, Set
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from .errors import InvalidArgument
 from .filters import validate_metadata_filter
 from .records import MEMORY_TYPES, Link, LinkType, Record, RecordStatus, RecordType
@@ -140,6 +142,32 @@ def simple_metadata(value: Any) -> bool:
         elif kind is not bool and item is not None:
             return False
     return True
+
+
+_PLAIN_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def stored_metadata(value: Mapping[str, Any] | None, text: str | None = None) -> dict[str, Any]:
+    """Metadata as every backend reads it back: a private plain-JSON copy (tuples become lists,
+    mapping types dicts) of metadata that passed the checks. A flat dict of plain scalars is
+    copied directly; anything else goes through JSON (``text``, when the caller has it)."""
+    if not value:
+        return {}
+    if type(value) is dict and _PLAIN_SCALARS.issuperset(map(type, value.values())):
+        return dict(value)
+    return json.loads(json.dumps(value) if text is None else text)
+
+
+def bad_vector_row(matrix: np.ndarray) -> tuple[int, str] | None:
+    """The first row of a float32 matrix that is not a usable embedding, and why; None when
+    every row is finite and not all zeros (the one rule for single vectors and batches)."""
+    finite = np.isfinite(matrix).all(axis=1)
+    nonzero = matrix.any(axis=1)
+    good = finite & nonzero
+    if good.all():
+        return None
+    row = int(np.argmin(good))
+    return row, "contains NaN or infinity" if not finite[row] else "is all zeros (cosine distance undefined)"
 
 
 def validate_record_type(argument: str, value: Any) -> RecordType:

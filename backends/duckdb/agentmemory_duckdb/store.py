@@ -17,7 +17,6 @@ selective filter would otherwise lose results).
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import math
 import re
@@ -61,6 +60,7 @@ from agentmemory.spi import (
     StoreInfo,
     WriteBatch,
 )
+from agentmemory.validation import stored_metadata
 
 from . import _schema
 from ._sql import (
@@ -511,13 +511,11 @@ class DuckDBStore(MemoryStore):
 
         def apply(con: duckdb.DuckDBPyConnection) -> tuple[list[Record], int, int, int, int, int]:
             seq, ver = self._seq, self._clock
-            metas = [dump_json(m) if m else "{}" for m in columns.metadata]
             if columns.vectors is None:
                 matrix, missing = np.zeros((n, dim), dtype=np.float32), np.ones(n, dtype=bool)
             else:
-                matrix = columns.vectors / np.linalg.norm(columns.vectors, axis=1, keepdims=True)
-                missing = np.zeros(n, dtype=bool)
-            _insert_records(con, _arrow_table(columns, metas, matrix, missing, seq, ver))
+                matrix, missing = columns.vectors, np.zeros(n, dtype=bool)
+            _insert_records(con, _arrow_table(columns, matrix, missing, seq, ver))
             _save_counters(con, seq + n, ver + n)
             with_vec = 0 if columns.vectors is None else n
             return [], with_vec, with_vec, with_vec, seq + n, ver + n
@@ -652,30 +650,24 @@ class DuckDBStore(MemoryStore):
         """The added records as reads will return them (with ``seq`` and their metadata as
         stored) and the Arrow table that inserts them."""
         recs = [item.record for item in adds]
-        n = len(recs)
-        metas = [dump_json(r.metadata) if r.metadata else "{}" for r in recs]
-        added = [
-            r.model_copy(update={"seq": seq + i + 1, "metadata": _as_stored(r.metadata, text)})
-            for i, (r, text) in enumerate(zip(recs, metas))
-        ]
-        missing = np.fromiter((item.vector is None for item in adds), dtype=bool, count=n)
-        if not missing.any():
-            matrix = np.asarray([item.vector for item in adds], dtype=np.float32)
-            matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-        else:
-            matrix = np.zeros((n, dim), dtype=np.float32)
+        metadata = [stored_metadata(r.metadata) for r in recs]
+        added = [r.model_copy(update={"seq": seq + i + 1, "metadata": m}) for i, (r, m) in enumerate(zip(recs, metadata))]
+        missing = np.fromiter((item.vector is None for item in adds), dtype=bool, count=len(recs))
+        if missing.any():
+            matrix = np.zeros((len(recs), dim), dtype=np.float32)
             if not missing.all():
-                vectors = np.asarray([item.vector for item in adds if item.vector is not None], dtype=np.float32)
-                matrix[~missing] = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+                matrix[~missing] = np.asarray([item.vector for item in adds if item.vector is not None], dtype=np.float32)
+        else:
+            matrix = np.asarray([item.vector for item in adds], dtype=np.float32)
         columns = ValidatedColumns(
             record_id=[r.record_id for r in recs], content=[r.content for r in recs],
             record_type=[r.record_type for r in recs], timestamp=[r.timestamp for r in recs],
             created_at=[r.created_at for r in recs], user_id=[r.user_id for r in recs],
             agent_id=[r.agent_id for r in recs], thread_id=[r.thread_id for r in recs],
             role=[r.role for r in recs], expires_at=[r.expires_at for r in recs],
-            status=[r.status for r in recs], metadata=[], vectors=None,
+            status=[r.status for r in recs], metadata=metadata, vectors=None,
         )
-        return added, _arrow_table(columns, metas, matrix, missing, seq, ver)
+        return added, _arrow_table(columns, matrix, missing, seq, ver)
 
     # ---- reads ---------------------------------------------------------------------------------
     def _query(self, filter: RecordFilter, order: Order, limit: int | None, offset: int) -> list[Record]:
@@ -1094,14 +1086,20 @@ class DuckDBStore(MemoryStore):
 
 
 
-def _arrow_table(
-    columns: ValidatedColumns, metas: list[str], matrix: np.ndarray, missing: np.ndarray, seq: int, ver: int
-) -> pa.Table:
+def _arrow_table(columns: ValidatedColumns, matrix: np.ndarray, missing: np.ndarray, seq: int, ver: int) -> pa.Table:
     """The ``am_records`` rows of ``columns`` as one Arrow table (bulk inserts through Arrow:
-    ~100k rows/s instead of ~600 with executemany): metadata as JSON ``metas``, unit vectors in
-    ``matrix`` (rows flagged in ``missing`` have none), ``seq``/``ver`` counting on from the
-    given values. Built column by column: every microsecond per row shows in ingest."""
+    ~100k rows/s instead of ~600 with executemany): the vectors in ``matrix`` scaled to unit
+    length (rows flagged in ``missing`` have none), ``seq``/``ver`` counting on from the given
+    values. Built column by column: every microsecond per row shows in ingest."""
     n = len(columns)
+    present = ~missing
+    if missing.any():
+        unit_rows = np.zeros_like(matrix, dtype=np.float32)
+        rows = matrix[present]
+        if len(rows):
+            unit_rows[present] = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    else:
+        unit_rows = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
     # rows often share timestamps (created_at = now); keyed with the offset because equal
     # instants in different zones are equal datetimes with different text
     stamps: dict[tuple[datetime, Any], str] = {}
@@ -1128,10 +1126,10 @@ def _arrow_table(
         pa.array([None if e is None else iso_of(e) for e in columns.expires_at], type=strings),
         pa.array([None if e is None else to_micros(e) for e in columns.expires_at], type=pa.int64()),
         pa.array([s.value for s in columns.status], type=strings),
-        pa.array(metas, type=strings),
+        pa.array([dump_json(m) if m else "{}" for m in columns.metadata], type=strings),
         pa.array(np.arange(ver + 1, ver + n + 1, dtype=np.int64)),
-        pa.array(~missing),
-        pa.FixedSizeListArray.from_arrays(pa.array(matrix.ravel(), type=pa.float32()), matrix.shape[1], mask=pa.array(missing)),
+        pa.array(present),
+        pa.FixedSizeListArray.from_arrays(pa.array(unit_rows.ravel(), type=pa.float32()), matrix.shape[1], mask=pa.array(missing)),
     ]
     names = ["rid", "rtype", "content", "user_id", "agent_id", "thread_id", "role", "seq", "ts", "created",
              "expires", "expires_us", "status", "metadata", "ver", "has_vec", "vec"]
@@ -1181,17 +1179,6 @@ def _save_counters(con: duckdb.DuckDBPyConnection, seq: int, ver: int) -> None:
         f"UPDATE am_meta SET value = CASE key WHEN 'seq' THEN '{int(seq)}' ELSE '{int(ver)}' END "
         "WHERE key IN ('seq', 'ver')"
     )
-
-
-_PLAIN_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-def _as_stored(metadata: Mapping[str, Any], text: str) -> dict[str, Any]:
-    """``metadata`` as it reads back from its JSON ``text``: a flat dict of plain scalars is
-    its own copy; anything else (tuples, nested values, mapping types) goes through JSON."""
-    if type(metadata) is dict and _PLAIN_SCALARS.issuperset(map(type, metadata.values())):
-        return dict(metadata)
-    return json.loads(text)
 
 
 def _stale_ids(con: duckdb.DuckDBPyConnection, watermark: int) -> set[str]:
