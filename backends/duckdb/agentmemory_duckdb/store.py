@@ -166,8 +166,8 @@ class DuckDBStore(MemoryStore):
     * ``threads``, ``memory_limit`` — passed to DuckDB.
     * ``checkpoint_threshold`` — write-ahead log size that triggers a checkpoint (default
       ``256MB``; DuckDB's own is 16MB). Each checkpoint rewrites the table's last, partly
-      filled row group (up to 122,880 rows of vectors), so at 16MB bulk ingest spent two thirds
-      of its time checkpointing; the price of a larger log is replay time after a crash (~1.4 s
+      filled row group (up to 122,880 rows of vectors): at 16MB, 1,000-row Arrow inserts into
+      this table took 92 µs per row, at 1GB 25 µs (measured at 100k); the price of a larger log is replay time after a crash (~1.4 s
       for 100k 384-d records here). A clean ``close`` always checkpoints.
     * ``vector_index`` — use the HNSW index at all (default True).
     * ``auto_index`` — rebuild stale indexes in a background thread (default True).
