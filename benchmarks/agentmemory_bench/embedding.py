@@ -3,9 +3,12 @@ framework overhead can be reported without it), the choice of embedder, and per-
 
 from __future__ import annotations
 
+import hashlib
+import sqlite3
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -59,6 +62,94 @@ class CachedEmbedder(Embedder):
             self.inner_seconds = 0.0
             self.inner_texts = 0
             self.lookups = 0
+
+
+DEFAULT_CACHE_DIR = Path("~/.cache/agentmemory-bench")
+
+
+class DiskCachedEmbedder(Embedder):
+    """Wraps ``inner`` with an on-disk cache (SQLite, ``embeddings.sqlite`` under ``cache_dir``)
+    keyed by (embedder name and dimension, query or passage, sha256 of the text): a rerun over
+    the same texts does not call the model. ``hits``/``misses`` count texts; ``inner_seconds``
+    is the time spent inside ``inner``."""
+
+    def __init__(self, inner: Embedder, cache_dir: str | Path = DEFAULT_CACHE_DIR) -> None:
+        self.inner = inner
+        self.name = inner.name  # the wrapper changes nothing a store or a result should see
+        self.dimension = inner.dimension
+        self.max_input_tokens = inner.max_input_tokens
+        self.key = f"{inner.name}:{inner.dimension}"
+        directory = Path(cache_dir).expanduser()
+        directory.mkdir(parents=True, exist_ok=True)
+        self.path = directory / "embeddings.sqlite"
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False)
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS embeddings (embedder TEXT NOT NULL, is_query INTEGER NOT NULL, "
+            "sha256 TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (embedder, is_query, sha256))"
+        )
+        self._db.commit()
+        self._memo: dict[tuple[str, bool], np.ndarray] = {}
+        self.hits = 0
+        self.misses = 0
+        self.inner_seconds = 0.0
+
+    @staticmethod
+    def digest(text: str) -> str:
+        """The cache key of ``text``."""
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def _lookup(self, digests: list[str], is_query: bool) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        for start in range(0, len(digests), 500):
+            chunk = digests[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._db.execute(
+                f"SELECT sha256, vector FROM embeddings WHERE embedder = ? AND is_query = ? AND sha256 IN ({marks})",
+                [self.key, int(is_query), *chunk],
+            ).fetchall()
+            for sha, blob in rows:
+                vec = np.frombuffer(blob, dtype=np.float32)
+                if vec.shape == (self.dimension,):
+                    found[sha] = vec
+        return found
+
+    def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:
+        digests = [self.digest(t) for t in texts]
+        with self._lock:
+            out: dict[str, np.ndarray] = {d: self._memo[(d, is_query)] for d in digests if (d, is_query) in self._memo}
+            wanted = [d for d in dict.fromkeys(digests) if d not in out]
+            if wanted:
+                for sha, vec in self._lookup(wanted, is_query).items():
+                    out[sha] = self._memo[(sha, is_query)] = vec
+            todo = [(d, t) for d, t in dict(zip(digests, texts)).items() if d not in out]
+            missing = {d for d, _ in todo}
+            self.misses += len(missing)
+            self.hits += len(texts) - len(missing)
+        if todo:
+            t0 = time.perf_counter()
+            vectors = np.asarray(self.inner.embed([t for _, t in todo], is_query=is_query), dtype=np.float32)
+            elapsed = time.perf_counter() - t0
+            with self._lock:
+                self.inner_seconds += elapsed
+                rows = []
+                for (sha, _), vec in zip(todo, vectors):
+                    out[sha] = self._memo[(sha, is_query)] = vec
+                    rows.append((self.key, int(is_query), sha, vec.tobytes()))
+                self._db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?)", rows)
+                self._db.commit()
+        return np.stack([out[d] for d in digests])
+
+    def warm(self, texts: Sequence[str], *, is_query: bool = False, batch: int = 64) -> None:
+        """Embed ``texts`` ahead of time in batches (cached ones cost a lookup)."""
+        unique = list(dict.fromkeys(texts))
+        for start in range(0, len(unique), batch):
+            self.embed(unique[start : start + batch], is_query=is_query)
+
+    def close(self) -> None:
+        """Close the cache database."""
+        with self._lock:
+            self._db.close()
 
 
 def choose_embedder(name: str, dimension: int = 384) -> tuple[Embedder, str]:

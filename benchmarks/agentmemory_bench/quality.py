@@ -115,6 +115,22 @@ def window_method() -> Method:
     return Method("last-N window", context)
 
 
+def fitted_card(thread: Thread, budget: int, count: Callable[[str], int] = estimate_tokens) -> str:
+    """``thread.get_context_card(token_budget=...)`` with its budget lowered (up to six tries)
+    until the card's text fits ``budget`` as ``count`` measures it; returns the last card's text
+    (the caller decides what to do if it still does not fit)."""
+    relevant_budget = budget
+    text = ""
+    for _ in range(6):
+        card = thread.get_context_card(max_relevant_results=max(5, min(1000, budget // 20)), token_budget=relevant_budget)
+        text = card.content
+        over = count(text) - budget
+        if over <= 0:
+            break
+        relevant_budget = max(1, relevant_budget - over)
+    return text
+
+
 class QualityStore:
     """The conversations ingested through the public API (one thread per session), with the
     offline rule-based extractor writing memories as messages arrive."""
@@ -199,17 +215,7 @@ class QualityStore:
             qid = f"{question.question_id}-ask"
             thread.add_messages([{"id": qid, "role": "user", "content": question.text}])
             try:
-                relevant_budget = budget
-                text = ""
-                for _ in range(6):
-                    card = thread.get_context_card(
-                        max_relevant_results=max(5, min(1000, budget // 20)), token_budget=relevant_budget
-                    )
-                    text = card.content
-                    over = estimate_tokens(text) - budget
-                    if over <= 0:
-                        break
-                    relevant_budget = max(1, relevant_budget - over)
+                text = fitted_card(thread, budget)
                 return text if estimate_tokens(text) <= budget else fit_budget(text.split("\n"), budget)
             finally:
                 thread.delete_message(qid)

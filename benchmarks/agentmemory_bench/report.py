@@ -346,6 +346,80 @@ def quality_section(q: dict[str, Any]) -> list[str]:
     return out
 
 
+def locomo_table(lc: dict[str, Any]) -> list[str]:
+    """Evidence recall / all-evidence rate, row × budget, categories 1–4 together."""
+    budgets = lc["budgets"]
+    rows = []
+    for name, res in lc["methods"].items():
+        cells = [f"{f(res['budgets'][str(b)]['evidence_recall'], 3)} / {f(res['budgets'][str(b)]['all_evidence_rate'], 3)}" for b in budgets]
+        rows.append([name] + cells)
+    return [table(["method"] + [f"{b} tok: recall / all" for b in budgets], rows)]
+
+
+def locomo_category_budget(lc: dict[str, Any]) -> int:
+    """The budget of the per-category table: 2000 tokens when measured, else the middle one."""
+    budgets = lc["budgets"]
+    return 2000 if 2000 in budgets else budgets[len(budgets) // 2]
+
+
+def locomo_section(lc: dict[str, Any]) -> list[str]:
+    """Markdown for the quality suite on a LoCoMo file."""
+    by_cat = lc["questions_by_category"]
+    out = [
+        f"## Memory quality: {lc['dataset']} ({lc['conversations']} conversations, {lc['turns']:,} turns, "
+        f"{lc['questions']} questions, {lc['evidence_items']} evidence turns; embedder: **{lc['embedder']}**; store: {lc['backend']})\n",
+        f"File `{Path(lc['path']).name}`, sha256 `{lc['sha256'][:16]}…`. Tokens: **{lc['tokenizer']}**. Questions by category: "
+        + ", ".join(f"{k} {v}" for k, v in by_cat.items())
+        + f"; skipped: {lc['skipped_adversarial']} adversarial (category 5), {lc['skipped_no_evidence']} without usable evidence"
+        + (f", {lc['unknown_evidence_ids']} evidence ids not in the conversation dropped" if lc["unknown_evidence_ids"] else "")
+        + (f"; at most {lc['max_questions_per_conversation']} questions per conversation (sampled)" if lc.get("max_questions_per_conversation") else "")
+        + ".\n",
+        "Evidence recall = evidence turns packed ÷ all evidence turns; all = questions with every evidence turn packed. "
+        "Ranked rows pack turns in rank order as `[date] Speaker: text` lines, stopping at the first that does not fit. "
+        "Each turn is stored as one message whose content starts with the speaker's name (`Speaker: text`; speaker_a is "
+        "role user, speaker_b role assistant); an image turn carries its caption. The card row adds the question as the "
+        "newest user turn, takes `thread.get_context_card(token_budget=B)` (rule-based extraction on at ingest) and counts "
+        "an evidence turn when its text appears verbatim in the card; the question is then deleted"
+        + (" and the stored thread was verified unchanged." if lc.get("card_restored_thread") else
+           " — **the stored thread was NOT restored exactly**." if lc.get("card_restored_thread") is False else ".")
+        + "\n",
+    ]
+    out += locomo_table(lc)
+    out.append("")
+    b = locomo_category_budget(lc)
+    labels = list(by_cat)
+    rows = []
+    for name, res in lc["methods"].items():
+        cats = res["budgets"][str(b)]["by_category"]
+        rows.append([name] + [f(cats[k]["evidence_recall"], 3) for k in labels] + [f(res["budgets"][str(b)]["evidence_recall"], 3)])
+    out.append(f"Evidence recall by category at {b} tokens:\n")
+    out.append(table(["method"] + [f"{k} ({by_cat[k]})" for k in labels] + ["overall"], rows))
+    out.append("")
+    rows = [[name, res["description"], f(res["seconds"], 1), f(res["p50_ms"], 1)] + [f(res["budgets"][str(x)]["mean_tokens"], 0) for x in lc["budgets"]]
+            for name, res in lc["methods"].items()]
+    out.append("Rows, time and mean tokens used:\n")
+    out.append(table(["method", "what", "total s", "p50 ms / question", *[f"tokens @{x}" for x in lc["budgets"]]], rows))
+    out.append("")
+    t = lc["timing"]
+    cache = lc.get("embedding_cache")
+    out.append(
+        f"- Timing: load {f(t['load_s'], 1)} s, embedding warm-up {f(t['embed_warm_s'], 1)} s, ingest {f(t['ingest_s'], 1)} s, "
+        f"evaluation {f(t['evaluate_s'], 1)} s, total {f(t['total_s'], 1)} s."
+    )
+    if cache:
+        out.append(f"- Embedding cache: {cache['hits']:,} hits, {cache['misses']:,} texts embedded ({f(cache['inner_seconds'], 1)} s in the model); `{cache['path']}`.")
+    out.append(f"- Full transcript: {f(lc['transcript_tokens_mean'], 0)} tokens per conversation (mean).")
+    if lc.get("memories_extracted"):
+        out.append(f"- Memories written by the rule-based extractor: {lc['memories_extracted']} in all.")
+    for name, res in lc["methods"].items():
+        for n_ in res.get("notes", []):
+            out.append(f"- {name}: {n_}")
+    for name, why in lc.get("not_run", {}).items():
+        out.append(f"- {name}: not run — {why}")
+    out.append("")
+    return out
+
+
 def peers_section(peers: dict[str, Any]) -> list[str]:
     """Markdown for peers (speed)."""
     out = [f"## Peers, speed (n = {peers['n']:,}, same vectors and queries; embed functions are lookups)\n"]
@@ -385,6 +459,8 @@ def render_markdown(results: dict[str, Any], plots: Sequence[str]) -> str:
         out += framework_section(results["framework"], results.get("embedders") or {})
     if results.get("quality"):
         out += quality_section(results["quality"])
+    if results.get("locomo"):
+        out += locomo_section(results["locomo"])
     if results.get("peers"):
         out += peers_section(results["peers"])
     if plots:
@@ -443,6 +519,10 @@ def render_summary(results: dict[str, Any]) -> str:
             f"\nFull transcript {f(quality['transcript_tokens_mean'], 0)} tokens per conversation; default card "
             f"{f(quality['default_card_tokens_mean'], 0)} tokens."
         )
+    lc = results.get("locomo")
+    if lc:
+        out.append(f"\n{lc['dataset']} ({lc['questions']} questions, categories 1–4; {lc['embedder']} embedder; tokens: {lc['tokenizer']}), evidence recall / all-evidence rate:\n")
+        out += locomo_table(lc)
     return "\n".join(out) + "\n"
 
 
