@@ -7,7 +7,6 @@ makes the core testable without a database. Data lives in memory; ``memory://`` 
 from __future__ import annotations
 
 import math
-import re
 import threading
 from collections import Counter
 from collections.abc import Sequence
@@ -15,7 +14,8 @@ from datetime import datetime
 
 import numpy as np
 
-from .errors import Conflict, NotFound
+from .analysis import Analyzer
+from .errors import Conflict, InvalidArgument, NotFound
 from .filters import metadata_matches
 from .records import Link, Record
 from .spi import (
@@ -31,13 +31,6 @@ from .spi import (
     WriteBatch,
 )
 from .validation import stored_metadata
-
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-
-def tokenize(text: str) -> list[str]:
-    """Lower-cased unicode word tokens: the reference keyword tokenizer."""
-    return _WORD.findall(text.lower())
 
 
 def record_matches(record: Record, flt: RecordFilter) -> bool:
@@ -76,17 +69,36 @@ def apply_patch(record: Record, patch: RecordPatch) -> Record:
 
 
 class InMemoryStore(MemoryStore):
-    """Exact, thread-safe, in-memory store; a batch is applied to a copy and swapped in."""
+    """Exact, thread-safe, in-memory store; a batch is applied to a copy and swapped in.
+
+    ``language`` picks the keyword analyzer (``agentmemory.analysis``; default English,
+    ``"none"`` for plain case-folded words)."""
 
     name = "memory"
 
-    def __init__(self) -> None:
+    def __init__(self, *, language: str | None = None) -> None:
         super().__init__()
+        self.analyzer = Analyzer.for_language(language)
+        """Turns content and queries into BM25 terms (the same one every backend uses)."""
         self._lock = threading.RLock()
         self._records: dict[str, Record] = {}
         self._vectors: dict[str, np.ndarray] = {}
         self._link_rows: dict[str, Link] = {}
         self._seq = 0
+
+    @classmethod
+    def from_uri(cls, uri: str) -> InMemoryStore:
+        """``memory://``, optionally ``memory://?language=none``."""
+        from urllib.parse import parse_qsl, urlsplit
+
+        parts = urlsplit(uri)
+        if parts.netloc or parts.path.strip("/"):
+            raise InvalidArgument("store", f"backend {cls.name!r} takes no location, got {uri!r}")
+        options = dict(parse_qsl(parts.query, keep_blank_values=True))
+        unknown = sorted(set(options) - {"language"})
+        if unknown:
+            raise InvalidArgument("store", f"unknown option(s) {unknown} in {uri!r}; known: ['language']")
+        return cls(**options)
 
     def capabilities(self) -> frozenset[Capability]:
         return frozenset({Capability.KEYWORD_SEARCH, Capability.CONCURRENT_WRITERS})
@@ -200,12 +212,12 @@ class InMemoryStore(MemoryStore):
         return hits[:k]
 
     def _keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
-        terms = set(tokenize(text))
+        terms = set(self.analyzer.terms(text))
         with self._lock:
             corpus = [r for r in self._records.values() if r.record_id in self._vectors]
         if not terms or not corpus:
             return []
-        docs = {r.record_id: Counter(tokenize(r.content)) for r in corpus}
+        docs = {r.record_id: Counter(self.analyzer.terms(r.content)) for r in corpus}
         avg_len = sum(sum(c.values()) for c in docs.values()) / len(docs) or 1.0
         df = {t: sum(1 for c in docs.values() if t in c) for t in terms}
         hits = []

@@ -2,8 +2,9 @@
 
 One file holds everything:
 
-* ``am_meta`` — key/value: schema version, vector dimension, the ``seq``/``ver`` counters, and
-  which derived index tables are current (with the ``ver`` watermark each one covers);
+* ``am_meta`` — key/value: schema version, vector dimension, the ``seq``/``ver`` counters,
+  which derived index tables are current (with the ``ver`` watermark each one covers), and the
+  keyword analyzer's ``language`` and ``analyzer`` fingerprint (``agentmemory.analysis``);
 * ``am_migrations`` — one row per applied migration;
 * ``am_records`` — every record, its vector (``FLOAT[dim]``, NULL when not searchable; the
   ``has_vec`` flag says so without reading the vectors) and
@@ -13,7 +14,7 @@ One file holds everything:
   a snapshot exists: the snapshot rows that no longer match the live ones;
 * ``am_links`` — relations between records;
 * derived, rebuildable snapshots: ``am_vidx_<n>`` (HNSW index over vectors) and ``am_fts_<n>``
-  (BM25 index over text), each a copy of the searchable records; its largest ``ver`` is its
+  (BM25 index over the analysed ``terms`` of the text), each a copy of the searchable records; its largest ``ver`` is its
   watermark. They are never written after their build, so ingest never pays for index
   maintenance and a crash can never leave them half-updated.
 """
@@ -25,7 +26,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The schema version this code writes; older files are migrated forward on open."""
 
 META_TABLE = "am_meta"
@@ -72,8 +73,16 @@ def _v1(con: Any, dimension: int) -> None:
         con.execute(f"INSERT INTO {META_TABLE} VALUES (?, ?)", [key, value])
 
 
+def _v2(con: Any, dimension: int) -> None:
+    """BM25 snapshots index analysed terms (stemmed, stop words dropped), not raw content. The
+    store drops a snapshot built under another analyzer fingerprint on open (a v1 file has
+    none recorded); the version bump keeps older code, which would query the new snapshots
+    with raw tokens, from opening the file."""
+
+
 MIGRATIONS: dict[int, tuple[str, Callable[[Any, int], None]]] = {
     1: ("records, links, counters", _v1),
+    2: ("BM25 over analysed terms (language, analyzer fingerprint)", _v2),
 }
 """version → (description, step). Step ``n`` turns a version ``n-1`` schema into version ``n``;
 each runs inside the open transaction together with the version bump."""

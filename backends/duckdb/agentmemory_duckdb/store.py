@@ -36,6 +36,7 @@ import duckdb.func
 import numpy as np
 import pyarrow as pa
 
+from agentmemory.analysis import Analyzer, normalize_language
 from agentmemory.bulk import ValidatedColumns
 from agentmemory.errors import (
     AgentMemoryError,
@@ -47,7 +48,7 @@ from agentmemory.errors import (
     TransientBackendError,
 )
 from agentmemory.records import Link, Record, RecordStatus
-from agentmemory.reference_store import bm25, tokenize
+from agentmemory.reference_store import bm25
 from agentmemory.spi import (
     UNSET,
     Capability,
@@ -94,9 +95,10 @@ _EXACT_BASE_MS = 4.0
 _EXACT_ROW_MS = 0.0035
 _INDEX_BASE_MS = 6.0
 _INDEX_EF_MS = 0.09
-_FTS_IGNORE = r"[^\p{L}\p{N}_]+"
-"""Characters the BM25 tokenizer drops: everything but letters, digits and ``_`` — the
-reference tokenizer's ``\\w+`` (digits such as order numbers stay searchable)."""
+_FTS_IGNORE = r"\s+"
+"""The fts extension's tokenizer only splits the ``terms`` column at spaces: the column holds
+the analyzer's terms (``agentmemory.analysis``) joined by spaces, indexed as they are (no
+lower-casing, accent stripping, stemming or stop words of DuckDB's own)."""
 
 
 @dataclass(frozen=True)
@@ -174,6 +176,10 @@ class DuckDBStore(MemoryStore):
     * ``vector_index_min_rows`` — build HNSW only from this many vectors (default 20,000;
       below it an exact scan is as fast).
     * ``fts_min_rows`` — build the BM25 index only from this many documents (default 1,000).
+    * ``language`` — the keyword analyzer (``agentmemory.analysis``): a Snowball language
+      (default ``english``: stemming and stop words) or ``none``. Persisted in the file; opening
+      with another one, or with code whose analyzer fingerprint differs, rebuilds the BM25
+      index (until then keyword search scans exactly, so it is never stale).
     * ``rebuild_fraction`` — rebuild HNSW when the changed rows reach this fraction of the
       indexed ones (default 0.2, at least 1,000 rows); BM25 at a quarter of it (at least 500).
     * ``planner`` — ``auto`` (default: cost model), ``index`` (use the HNSW index whenever the
@@ -210,6 +216,7 @@ class DuckDBStore(MemoryStore):
         hnsw_m: int | str = 16,
         hnsw_ef_construction: int | str = 128,
         hnsw_ef_search: int | str = 64,
+        language: str | None = None,
     ) -> None:
         super().__init__()
         if isinstance(path, Path):
@@ -240,8 +247,12 @@ class DuckDBStore(MemoryStore):
         self._hnsw_m = _int("hnsw_m", hnsw_m, 2)
         self._hnsw_ef_construction = _int("hnsw_ef_construction", hnsw_ef_construction, 1)
         self._hnsw_ef_search = _int("hnsw_ef_search", hnsw_ef_search, 1)
+        self._language = None if language is None else normalize_language(language)
+        self._analyzer = Analyzer.for_language(self._language)
+        """The keyword analyzer; on open, the file's language unless ``language`` was given."""
 
         self._udf = f"{META_MATCH_UDF}_{secrets.token_hex(4)}"
+        self._terms_udf = f"am_terms_{secrets.token_hex(4)}"
         self._lock = threading.RLock()
         self._con: duckdb.DuckDBPyConnection | None = None
         self._vidx: IndexState | None = None
@@ -299,6 +310,8 @@ class DuckDBStore(MemoryStore):
             extra={
                 "read_only": self._read_only,
                 "schema_version": _schema.SCHEMA_VERSION,
+                "language": self._analyzer.language,
+                "analyzer": self._analyzer.fingerprint,
                 "duckdb": duckdb.__version__,
                 "vector_index": None if vidx is None else {"rows": vidx.rows, "watermark": vidx.watermark},
                 "fts_index": None if fts is None else {"rows": fts.rows, "watermark": fts.watermark},
@@ -345,6 +358,14 @@ class DuckDBStore(MemoryStore):
                     metadata_udf,
                     [duckdb.sqltype("VARCHAR"), duckdb.sqltype("VARCHAR")],
                     duckdb.sqltype("BOOLEAN"),
+                    type=duckdb.func.ARROW,
+                    side_effects=False,
+                )
+                con.create_function(
+                    self._terms_udf,
+                    self._terms_column,
+                    [duckdb.sqltype("VARCHAR")],
+                    duckdb.sqltype("VARCHAR"),
                     type=duckdb.func.ARROW,
                     side_effects=False,
                 )
@@ -453,10 +474,25 @@ class DuckDBStore(MemoryStore):
             with _transaction(con):
                 _schema.migrate(con, version, dimension)
 
+    def _terms_column(self, content: pa.Array) -> pa.Array:
+        """SQL function: each content's analysed terms joined by spaces (the BM25 column)."""
+        terms = self._analyzer.terms
+        return pa.array([" ".join(terms(text)) for text in content.to_pylist()], type=pa.string())
+
     def _load_state(self, con: duckdb.DuckDBPyConnection, tables: set[str]) -> None:
         meta = dict(con.execute(f"SELECT key, value FROM {_schema.META_TABLE}").fetchall())
+        self._analyzer = Analyzer.for_language(self._language or meta.get("language"))
+        analyzer_changed = meta.get("analyzer") != self._analyzer.fingerprint
+        if analyzer_changed and not self._read_only:
+            # the BM25 snapshot holds another analyzer's terms: forget it (dropped below as a
+            # leftover); keyword search scans exactly until the builder makes a new one
+            with _transaction(con):
+                con.execute(f"DELETE FROM {_schema.META_TABLE} WHERE key IN ('fts_table', 'fts_watermark', 'fts_rows')")
+                for key, value in (("language", self._analyzer.language), ("analyzer", self._analyzer.fingerprint)):
+                    con.execute(f"INSERT OR REPLACE INTO {_schema.META_TABLE} VALUES (?, ?)", [key, value])
+            meta = dict(con.execute(f"SELECT key, value FROM {_schema.META_TABLE}").fetchall())
         self._vidx = _index_state(meta, "vidx")
-        self._fts = _index_state(meta, "fts")
+        self._fts = None if analyzer_changed else _index_state(meta, "fts")
         if not self._read_only:
             # snapshot tables a crash left behind (built, never made current)
             current = {s.table for s in (self._vidx, self._fts) if s is not None}
@@ -489,8 +525,9 @@ class DuckDBStore(MemoryStore):
         with self._lock:
             con, self._con = self._con, None
             if con is not None:
-                with contextlib.suppress(duckdb.Error):
-                    con.remove_function(self._udf)
+                for udf in (self._udf, self._terms_udf):
+                    with contextlib.suppress(duckdb.Error):
+                        con.remove_function(udf)
                 with contextlib.suppress(duckdb.Error):
                     con.close()
             self._release()
@@ -853,8 +890,9 @@ class DuckDBStore(MemoryStore):
     def _keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
         """BM25 (the reference's formula: natural-log idf, k1=1.2, b=0.75) over the fts snapshot
         for rows not changed since it was taken, plus the rows written since, scored exactly."""
-        terms = set(tokenize(text))
-        if not terms:
+        analyzer = self._analyzer
+        terms = set(analyzer.terms(text))
+        if not terms:  # no word, or only stop words
             return []
         where, params = compile_filter(filter, udf=self._udf)
         with self._lock, _mapped_errors():
@@ -866,7 +904,7 @@ class DuckDBStore(MemoryStore):
             if fts is not None and fts.rows:
                 stale = set() if clean else _stale_ids(con, watermark)
                 sql = _bm25_sql(ident(fts.table), where, k + len(stale))
-                hits = con.execute(sql, [text, *params]).fetchall()
+                hits = con.execute(sql, [sorted(terms), *params]).fetchall()
                 indexed = [row for row in hits if row[0] not in stale][:k]
             delta_rows = [] if clean else con.execute(
                 f"SELECT {_COLS} FROM am_records r WHERE r.ver > {int(watermark)} AND r.has_vec AND {where}",
@@ -887,7 +925,7 @@ class DuckDBStore(MemoryStore):
                         )
                 # corpus statistics: the snapshot's plus the delta's (from the rows seen here,
                 # scaled to the whole delta); with no snapshot and no filter, the reference's own
-                docs = [Counter(tokenize(row[2])) for row in delta_rows]
+                docs = [Counter(analyzer.terms(row[2])) for row in delta_rows]
                 n_docs = int(n_idx) + int(n_delta_all)
                 delta_len = sum(sum(c.values()) for c in docs) * (int(n_delta_all) / len(docs))
                 avg_len = (float(avgdl_idx or 0.0) * int(n_idx) + delta_len) / n_docs if n_docs else 1.0
@@ -1035,7 +1073,7 @@ class DuckDBStore(MemoryStore):
             # an empty CREATE TABLE AS, then INSERT … SELECT: a CREATE TABLE AS of all these
             # columns at 100k rows spins single-threaded for many minutes in DuckDB 1.4.4 (the
             # same copy as an INSERT takes ~1.5 s)
-            columns = f"{_SNAPSHOT_COLUMNS}, r.ver{', r.vec' if job == 'vector' else ''}"
+            columns = f"{_SNAPSHOT_COLUMNS}, r.ver, " + ("r.vec" if job == "vector" else f"{self._terms_udf}(r.content) AS terms")
             cursor.execute(f"CREATE TABLE {table} AS SELECT {columns} FROM am_records r WHERE FALSE")
             # clustered by scope: an exact scan of one user's rows then reads only their blocks
             # (zonemaps skip the rest): 17 → 8 ms for a user with 10 % of 100k rows, 8 → 2 ms at 0.1 %
@@ -1051,8 +1089,8 @@ class DuckDBStore(MemoryStore):
                     )
             elif rows:
                 cursor.execute(
-                    f"PRAGMA create_fts_index('{table}', 'rid', 'content', stemmer = 'none', stopwords = 'none', "
-                    f"ignore = '{_FTS_IGNORE}', strip_accents = 0, lower = 1, overwrite = 1)"
+                    f"PRAGMA create_fts_index('{table}', 'rid', 'terms', stemmer = 'none', stopwords = 'none', "
+                    f"ignore = '{_FTS_IGNORE}', strip_accents = 0, lower = 0, overwrite = 1)"
                 )
             state = IndexState(table, int(watermark), int(rows))
             with self._lock:
@@ -1191,10 +1229,10 @@ def _bm25_sql(table: str, where: str, k: int) -> str:
     """Top-k ``(rid, score)`` by BM25 over the fts tables of snapshot ``table``, among its rows
     that pass ``where`` (stale ones are dropped by the caller). Only documents holding a query term are scored (the
     fts macro ``match_bm25`` scores every document, and uses a base-10 log). Parameter: the
-    query text."""
+    query's analysed terms (a list; the index holds terms as the analyzer wrote them)."""
     fts = f"fts_main_{table}"
     return (
-        f"WITH qtok AS (SELECT DISTINCT unnest({fts}.tokenize(?)) AS term), "
+        f"WITH qtok AS (SELECT DISTINCT unnest(?::VARCHAR[]) AS term), "
         f"qd AS (SELECT d.termid, d.df FROM {fts}.dict d JOIN qtok ON d.term = qtok.term), "
         f"tf AS (SELECT t.docid, t.termid, count(*) AS tf FROM {fts}.terms t "
         f"WHERE t.termid IN (SELECT termid FROM qd) GROUP BY t.docid, t.termid), "

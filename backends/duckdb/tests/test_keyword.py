@@ -120,29 +120,112 @@ def test_background_builder_indexes_after_enough_writes(db_path: Path, h: Any) -
         store.close()
 
 
-def test_snapshot_scores_are_the_reference_bm25(db_path: Path, h: Any) -> None:
+@pytest.mark.parametrize("language", ["english", "none"])
+def test_snapshot_scores_are_the_reference_bm25(db_path: Path, h: Any, language: str) -> None:
     """With the snapshot covering every document, scores equal the reference's Okapi BM25
-    (natural-log idf; DuckDB's own ``match_bm25`` macro uses log10 and would fail this)."""
+    (natural-log idf; DuckDB's own ``match_bm25`` macro uses log10 and would fail this), over
+    the same analysed terms: inflections meet, stop words count for nothing, in both paths."""
     from agentmemory.reference_store import InMemoryStore
 
     rng = np.random.default_rng(5)
-    vocab = ["order", "7421", "refund", "late", "maya", "invoice", "csv", "step", "bob", "name"]
+    vocab = ["order", "orders", "7421", "refund", "refunded", "late", "maya", "invoice", "invoices", "csv",
+             "step", "bob", "name", "the", "and", "Running", "runs", "東京", "café"]
     batch = WriteBatch(add=[h.new(f"d{i:02d}", V, " ".join(rng.choice(vocab, rng.integers(2, 9)))) for i in range(40)])
-    ref = InMemoryStore()
+    ref = InMemoryStore(language=language)
     ref.open(dimension=4)
     ref.write(batch)
-    store = h.open_store(db_path, auto_index=False)
+    store = h.open_store(db_path, auto_index=False, language=language)
+    queries = ("order refund", "maya", "csv step bob name", "7421 7421 late", "refunds ordering", "run", "the invoices", "東京 CAFÉ")
     try:
         store.write(batch)
-        for query in ("order refund", "maya", "csv step bob name", "7421 7421 late"):
+        for query in queries:
             exact = store.keyword_search(query, RecordFilter(), 10)  # no snapshot yet: exact path
             want = ref.keyword_search(query, RecordFilter(), 10)
-            assert _ids(exact) == _ids(want)
+            assert _ids(exact) == _ids(want), query
             assert np.allclose([x.score for x in exact], [x.score for x in want], rtol=1e-9)
         store.build_indexes()
-        for query in ("order refund", "maya", "csv step bob name", "7421 7421 late"):
+        for query in queries:
             got, want = store.keyword_search(query, RecordFilter(), 10), ref.keyword_search(query, RecordFilter(), 10)
             assert _ids(got) == _ids(want), query
             assert np.allclose([x.score for x in got], [x.score for x in want], rtol=1e-6), query
+        assert bool(store.keyword_search("run", RecordFilter(), 10)) == (language == "english")
+        assert (store.keyword_search("the and", RecordFilter(), 10) == []) == (language == "english")
     finally:
         store.close()
+
+
+def test_language_option_is_validated_and_persisted(db_path: Path, h: Any) -> None:
+    with pytest.raises(InvalidArgument, match="klingon") as err:
+        DuckDBStore(db_path, language="klingon")
+    assert err.value.argument == "language"
+    assert DuckDBStore.from_uri(f"duckdb://{db_path}?language=none")._analyzer.language == "none"
+    store = h.open_store(db_path, language="German")
+    store.close()
+    store = h.open_store(db_path)  # no language given: the file's
+    try:
+        assert store.info().extra["language"] == "german"
+    finally:
+        store.close()
+
+
+def _downgrade_to_v1(db_path: Path) -> None:
+    """Rewrite a closed store's file as schema version 1 wrote it: the BM25 snapshot indexes
+    raw content (fts lower-casing, no stemming) and no analyzer is recorded."""
+    import duckdb
+    from agentmemory_duckdb import _schema
+
+    con = duckdb.connect(str(db_path), config={"extension_directory": _schema.extension_directory()})
+    con.execute("LOAD fts")
+    (table,) = con.execute("SELECT value FROM am_meta WHERE key = 'fts_table'").fetchone()
+    con.execute(
+        f"PRAGMA create_fts_index('{table}', 'rid', 'content', stemmer = 'none', stopwords = 'none', "
+        "ignore = '[^\\p{L}\\p{N}_]+', strip_accents = 0, lower = 1, overwrite = 1)"
+    )
+    con.execute(f"ALTER TABLE {table} DROP COLUMN terms")
+    con.execute("DELETE FROM am_meta WHERE key IN ('language', 'analyzer')")
+    con.execute("UPDATE am_meta SET value = '1' WHERE key = 'schema_version'")
+    con.execute("DELETE FROM am_migrations WHERE version > 1")
+    con.close()
+
+
+def test_store_written_with_an_older_analyzer_is_reindexed_on_open(db_path: Path, h: Any) -> None:
+    """A version-1 file (BM25 snapshot of raw words, no analyzer fingerprint) opened by this
+    code: the stale snapshot is dropped at once (keyword search scans exactly, stemmed), then
+    rebuilt over analysed terms; scores equal the reference's throughout."""
+    from agentmemory.reference_store import InMemoryStore
+
+    texts = ["She runs every morning", "The runner was running late", "nothing of the sort", "runs runs"]
+    batch = WriteBatch(add=[h.new(f"d{i}", V, t) for i, t in enumerate(texts)])
+    store = h.open_store(db_path, auto_index=False, language="none")
+    store.write(batch)
+    store.build_indexes()
+    assert _ids(store.keyword_search("running", RecordFilter(), 10)) == ["d1"]  # no stemming
+    store.close()
+    _downgrade_to_v1(db_path)
+
+    ref = InMemoryStore()
+    ref.open(dimension=4)
+    ref.write(batch)
+    want = ref.keyword_search("running", RecordFilter(), 10)
+    assert {x.record.record_id for x in want} == {"d0", "d1", "d3"}
+    store = h.open_store(db_path, auto_index=False)
+    try:
+        assert store.info().extra["schema_version"] == 2 and store.info().extra["fts_index"] is None
+        got = store.keyword_search("running", RecordFilter(), 10)
+        assert _ids(got) == _ids(want)
+        assert np.allclose([x.score for x in got], [x.score for x in want], rtol=1e-9)
+        assert store.build_indexes()["fts"]
+        got = store.keyword_search("running", RecordFilter(), 10)
+        assert _ids(got) == _ids(want)
+        assert np.allclose([x.score for x in got], [x.score for x in want], rtol=1e-6)
+        assert store.keyword_search("the of", RecordFilter(), 10) == []
+    finally:
+        store.close()
+    # a read-only open with another language ignores the snapshot instead of misreading it
+    ro = DuckDBStore(db_path, read_only=True, language="none")
+    ro.open(dimension=4)
+    try:
+        assert ro.info().extra["fts_index"] is None
+        assert _ids(ro.keyword_search("running", RecordFilter(), 10)) == ["d1"]
+    finally:
+        ro.close()

@@ -1,9 +1,11 @@
 """The SQLite side: schema, ``RecordFilter`` → SQL, and rows ↔ records.
 
 Records, vectors (unit float32 BLOBs), links and store metadata live in one SQLite file in WAL
-mode; it is the source of truth. Keyword search uses an FTS5 table whose rows are the reference
-tokenizer's tokens (``agentmemory.reference_store.tokenize``) joined by spaces under the ``ascii``
-tokenizer with ``_`` as a token character, so FTS5 splits them exactly as the reference does.
+mode; it is the source of truth. Keyword search uses an FTS5 table whose rows are the keyword
+analyzer's terms (``agentmemory.analysis.Analyzer.terms``: case-folded, stemmed, stop words
+dropped) joined by spaces under the ``ascii`` tokenizer with ``_`` as a token character, so FTS5
+splits them back into exactly those terms. ``meta`` records the analyzer's ``language`` and
+``analyzer`` fingerprint; a store written under another fingerprint is re-analysed on open.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from agentmemory.filters import metadata_matches_json
 from agentmemory.records import Link, LinkType, Record, RecordStatus, RecordType
 from agentmemory.spi import ANY, RecordFilter
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: FTS rows hold analysed terms (version 1: lower-cased words); version 1 stores are
+re-analysed on open."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

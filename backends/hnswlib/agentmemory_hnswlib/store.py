@@ -27,6 +27,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 import numpy as np
 
+from agentmemory.analysis import Analyzer, normalize_language
 from agentmemory.errors import (
     BackendError,
     BackendUnavailable,
@@ -36,7 +37,6 @@ from agentmemory.errors import (
     TransientBackendError,
 )
 from agentmemory.records import Link, Record, RecordStatus
-from agentmemory.reference_store import tokenize
 from agentmemory.spi import (
     UNSET,
     Capability,
@@ -128,6 +128,9 @@ class HnswlibStore(MemoryStore):
     vectors; None = cost model). The index is snapshotted after ``max(checkpoint_min,
     checkpoint_ratio * live vectors)`` changes and on close. ``synchronous`` is SQLite's
     durability level ("full": every commit survives power loss; "normal": survives crashes).
+    ``language`` is the keyword analyzer (``agentmemory.analysis``: a Snowball language, default
+    ``english``, or ``none``), persisted in the store; opening with another one, or with code
+    whose analyzer fingerprint differs, re-analyses every document before the store is used.
     """
 
     name = "hnswlib"
@@ -147,6 +150,7 @@ class HnswlibStore(MemoryStore):
         rebuild_min: int = 1000,
         num_threads: int = -1,
         synchronous: str = "full",
+        language: str | None = None,
     ) -> None:
         super().__init__()
         if not isinstance(directory, (str, os.PathLike)) or not str(directory).strip():
@@ -170,6 +174,9 @@ class HnswlibStore(MemoryStore):
         if sync not in ("full", "normal", "extra"):
             raise InvalidArgument("synchronous", f"must be 'full', 'normal' or 'extra', got {synchronous!r}")
         self._synchronous = sync
+        self._language = None if language is None else normalize_language(language)
+        self._analyzer = Analyzer.for_language(self._language)
+        """The keyword analyzer; on open, the store's language unless ``language`` was given."""
         self._lock = threading.RLock()
         self._con: sqlite3.Connection | None = None
         self._lock_fd: int | None = None
@@ -199,7 +206,7 @@ class HnswlibStore(MemoryStore):
             raise InvalidArgument("store", f"{uri!r} names no directory (use hnswlib:///abs/dir)")
         options: dict[str, Any] = dict(parse_qsl(parts.query, keep_blank_values=True))
         known = {"M", "ef_construction", "ef_search", "overfetch", "exact_threshold", "checkpoint_min",
-                 "checkpoint_ratio", "rebuild_min", "num_threads", "synchronous"}
+                 "checkpoint_ratio", "rebuild_min", "num_threads", "synchronous", "language"}
         unknown = sorted(set(options) - known)
         if unknown:
             raise InvalidArgument("store", f"unknown option(s) {unknown} in {uri!r}; known: {sorted(known)}")
@@ -237,6 +244,8 @@ class HnswlibStore(MemoryStore):
                     "index_generation": self._snaps.generation,
                     "unsaved_index_changes": self._index.unsaved,
                     "ef_search": self._ef_search if self._ef_search is not None else f"auto ({self._ef_floor()})",
+                    "language": self._analyzer.language,
+                    "analyzer": self._analyzer.fingerprint,
                 },
             )
 
@@ -335,7 +344,8 @@ class HnswlibStore(MemoryStore):
                 con.executemany(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
                     [("schema_version", str(_sql.SCHEMA_VERSION)), ("dimension", str(dimension)),
-                     ("seq", "0"), ("txn", "0"), ("store_uid", uid)],
+                     ("seq", "0"), ("txn", "0"), ("store_uid", uid), ("language", self._analyzer.language),
+                     ("analyzer", self._analyzer.fingerprint)],
                 )
                 con.execute("COMMIT")
             except BaseException:
@@ -344,11 +354,15 @@ class HnswlibStore(MemoryStore):
                 raise
             Snapshots.remove_all(self._directory)
             meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
-        if meta["schema_version"] != str(_sql.SCHEMA_VERSION):
+        if meta["schema_version"] not in {str(v) for v in range(1, _sql.SCHEMA_VERSION + 1)}:
             raise Conflict(
                 f"store schema version {meta['schema_version']} is not supported "
                 f"(this agentmemory-hnswlib writes version {_sql.SCHEMA_VERSION})"
             )
+        self._analyzer = Analyzer.for_language(self._language or meta.get("language"))
+        if meta.get("analyzer") != self._analyzer.fingerprint or meta["schema_version"] != str(_sql.SCHEMA_VERSION):
+            self._reanalyse(con, int(meta["txn"]))
+            meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
         stored_dim = int(meta["dimension"])
         if stored_dim != dimension:
             if con.execute("SELECT EXISTS (SELECT 1 FROM vectors)").fetchone()[0]:
@@ -358,6 +372,37 @@ class HnswlibStore(MemoryStore):
         self._seq = int(meta["seq"])
         self._txn = int(meta["txn"])
         self._store_uid = meta["store_uid"]
+
+    def _reanalyse(self, con: sqlite3.Connection, txn: int) -> None:
+        """Rewrite every document's FTS row and term count with the current analyzer, in one
+        transaction that also migrates the schema version and stamps the rows as changed
+        (``rev``), so the open that follows refreshes its in-memory term counts from them even
+        when it starts from an index snapshot taken before (a crash in between included)."""
+        terms = self._analyzer.terms
+        txn += 1
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            rows = con.execute(
+                "SELECT v.label, r.content FROM vectors v JOIN records r ON r.record_id = v.record_id"
+            ).fetchall()
+            analysed = [(label, terms(content)) for label, content in rows]
+            con.execute("DELETE FROM fts")
+            con.executemany("INSERT INTO fts (rowid, body) VALUES (?, ?)", ((label, " ".join(t)) for label, t in analysed))
+            con.executemany("UPDATE vectors SET ntok = ? WHERE label = ?", ((len(t), label) for label, t in analysed))
+            con.execute("UPDATE records SET rev = ? WHERE record_id IN (SELECT record_id FROM vectors)", (txn,))
+            con.executemany(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                [("schema_version", str(_sql.SCHEMA_VERSION)), ("language", self._analyzer.language),
+                 ("analyzer", self._analyzer.fingerprint), ("txn", str(txn))],
+            )
+            con.execute("COMMIT")
+        except BaseException:
+            if con.in_transaction:
+                con.execute("ROLLBACK")
+            raise
+        if rows:
+            log.info("re-analysed %d documents of %s for keyword search (%s)", len(rows), self._directory,
+                     self._analyzer.fingerprint)
 
     def _load_state(self, dimension: int) -> None:
         """Bring up the columns and the index: from the newest snapshot caught up with the
@@ -576,7 +621,7 @@ class HnswlibStore(MemoryStore):
         return rec.model_copy(update={"seq": seq, "metadata": copy.deepcopy(rec.metadata)})
 
     def _put_vector(self, con: sqlite3.Connection, rid: str, vector: np.ndarray, content: str) -> None:
-        tokens = tokenize(content)
+        tokens = self._analyzer.terms(content)
         cur = con.execute(
             "INSERT INTO vectors (record_id, ntok, embedding) VALUES (?, ?, ?)",
             (rid, len(tokens), unit(vector).tobytes()),
@@ -618,7 +663,7 @@ class HnswlibStore(MemoryStore):
             if isinstance(patch.content, str):
                 vec = con.execute("SELECT label FROM vectors WHERE record_id = ?", (rid,)).fetchone()
                 if vec is not None:
-                    tokens = tokenize(content)
+                    tokens = self._analyzer.terms(content)
                     con.execute("UPDATE vectors SET ntok = ? WHERE label = ?", (len(tokens), vec[0]))
                     con.execute("UPDATE fts SET body = ? WHERE rowid = ?", (" ".join(tokens), vec[0]))
         else:
@@ -839,7 +884,7 @@ class HnswlibStore(MemoryStore):
 
     # ---- keyword search -----------------------------------------------------------------------
     def _keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
-        terms = set(tokenize(text))  # iterated in the reference's order: identical float sums
+        terms = set(self._analyzer.terms(text))  # iterated in the reference's order: identical float sums
         with self._reading() as con:
             cols = self._cols
             assert cols is not None
@@ -915,7 +960,7 @@ class HnswlibStore(MemoryStore):
         found: dict[str, tuple[list[int], list[float]]] = {term: ([], []) for term in df}
         slot_of = cols.slot_of
         for rid, content in rows:
-            counts = Counter(tokenize(content))
+            counts = Counter(self._analyzer.terms(content))
             for term, (slots, tfs) in found.items():
                 tf = counts.get(term)
                 if tf:

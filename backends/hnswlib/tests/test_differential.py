@@ -193,21 +193,83 @@ def test_random_operations_match_the_reference_store(
         pair.close()
 
 
-def test_keyword_tokens_match_the_reference(tmp_path: Path) -> None:
-    """Underscores, accents, ligatures, CJK, apostrophes and case fold exactly as the reference
-    tokenizer does, and new rows are searchable at once."""
-    ref, hs = InMemoryStore(), HnswlibStore(tmp_path / "db")
+@pytest.mark.parametrize("language", ["english", "none", "german"])
+def test_keyword_tokens_match_the_reference(tmp_path: Path, language: str) -> None:
+    """Underscores, accents, ligatures, CJK, apostrophes, case, stems and stop words are
+    analysed exactly as the reference does (same analyzer, same BM25 scores), and new rows are
+    searchable at once."""
+    ref, hs = InMemoryStore(language=language), HnswlibStore(tmp_path / "db", language=language)
     ref.open(dimension=2)
     hs.open(dimension=2)
     try:
-        texts = ["Foo_bar baz", "foo bar", "CAFÉ naïve", "東京 tower", "don't stop", "ﬁne print", "ÜBER über"]
+        texts = ["Foo_bar baz", "foo bar", "CAFÉ naïve", "東京 tower", "don't stop", "ﬁne print", "ÜBER über",
+                 "The runner was running", "she runs and runs", "the and of", "Häuser und Hauses"]
         batch = WriteBatch(add=[NewRecord(make_record(f"k{i}", content=t), np.array([1.0, i], np.float32))
                                 for i, t in enumerate(texts)])
         ref.write(batch)
         hs.write(batch)
-        for query in ["foo_bar", "foo", "café", "東京", "don", "t", "ﬁne", "fine", "über", "UBER", "baz bar"]:
+        for query in ["foo_bar", "foo", "café", "東京", "don", "t", "ﬁne", "fine", "über", "UBER", "baz bar",
+                      "running", "RUNS", "the", "the runner", "haus", "häuser"]:
             _same_hits(hs.keyword_search(query, RecordFilter(), 10), ref.keyword_search(query, RecordFilter(), 10), "score")
         assert [h.record.record_id for h in hs.keyword_search("foo_bar", RecordFilter(), 10)] == ["k0"]
+        running = {h.record.record_id for h in hs.keyword_search("running", RecordFilter(), 10)}
+        assert running == ({"k7", "k8"} if language == "english" else {"k7"})
+        assert (hs.keyword_search("the", RecordFilter(), 10) == []) == (language == "english")
+        assert hs.info().extra["language"] == language
+    finally:
+        hs.close()
+
+
+def test_store_written_with_an_older_analyzer_is_reanalysed_on_open(tmp_path: Path) -> None:
+    """A version-1 store (FTS rows of lower-cased words, no analyzer recorded) opened by this
+    code: its documents are re-analysed, stemmed queries find them and BM25 equals the
+    reference's, even though the open starts from an index snapshot taken before."""
+    import re
+    import sqlite3
+
+    texts = ["She runs every morning", "The runner was running late", "nothing of the sort", "runs runs"]
+    batch = WriteBatch(add=[NewRecord(make_record(f"d{i}", content=t), np.array([1.0, i], np.float32))
+                            for i, t in enumerate(texts)])
+    # language "none" indexes what version 1 did for these texts (lower-cased words), and its
+    # index snapshot holds their term counts
+    hs = HnswlibStore(tmp_path / "db", language="none")
+    hs.open(dimension=2)
+    hs.write(batch)
+    hs.close()
+    con = sqlite3.connect(tmp_path / "db" / "records.sqlite3")
+    for label, content in con.execute("SELECT v.label, r.content FROM vectors v JOIN records r USING (record_id)").fetchall():
+        words = re.findall(r"\w+", content.lower())
+        assert con.execute("SELECT body FROM fts WHERE rowid = ?", (label,)).fetchone() == (" ".join(words),)
+    con.execute("DELETE FROM meta WHERE key IN ('language', 'analyzer')")
+    con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+
+    hs = HnswlibStore(tmp_path / "db")
+    hs.open(dimension=2)
+    ref = InMemoryStore()
+    ref.open(dimension=2)
+    ref.write(batch)
+    try:
+        assert hs.last_reconcile.source == "snapshot"
+        got = hs.keyword_search("running", RecordFilter(), 10)
+        assert {h.record.record_id for h in got} == {"d0", "d1", "d3"}
+        _same_hits(got, ref.keyword_search("running", RecordFilter(), 10), "score")
+        assert hs.keyword_search("the of", RecordFilter(), 10) == []
+        assert hs.info().extra["analyzer"] == ref.analyzer.fingerprint
+    finally:
+        hs.close()
+    # and a language change on open re-analyses too
+    hs = HnswlibStore(tmp_path / "db", language="none")
+    hs.open(dimension=2)
+    try:
+        assert {h.record.record_id for h in hs.keyword_search("running", RecordFilter(), 10)} == {"d1"}
+    finally:
+        hs.close()
+    hs = HnswlibStore(tmp_path / "db")  # no language given: the stored one ("none") stays
+    hs.open(dimension=2)
+    try:
+        assert hs.info().extra["language"] == "none"
     finally:
         hs.close()
 
