@@ -1,0 +1,176 @@
+"""The offline (no-LLM) summary: salient, non-redundant sentences of a conversation.
+
+``extractive_summary(messages, token_budget)`` splits the messages into sentences, weighs each
+sentence's terms by TF-IDF, ranks sentences by TextRank centrality over their cosine-similarity
+graph (a sentence that many others echo is what the conversation is about), boosts sentences that
+carry specifics (names, numbers, identifiers) and damps content-free ones ("thanks!", "ok"), then
+picks sentences greedily by maximal marginal relevance, so a near-duplicate of a picked sentence is
+skipped. The picked sentences are printed in chronological order as ``role: text`` lines (one line
+per message) and the whole text stays within ``token_budget`` (``agentmemory.tokens``).
+
+Pure Python + numpy, deterministic: ties break by position.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .records import Record
+from .tokens import CHARS_PER_TOKEN, estimate_tokens
+
+MMR_LAMBDA = 0.7
+"""Weight of salience against redundancy in the greedy pick (1.0 ignores redundancy)."""
+DUPLICATE_SIMILARITY = 0.8
+"""A sentence at least this similar (cosine of TF-IDF vectors) to a picked one is never picked."""
+DAMPING = 0.85
+_SENTENCE = re.compile(r"(?:[^.!?\n]|[.!?](?=[\w@/-]))+[.!?]*")
+_TOKEN = re.compile(r"[a-z0-9][a-z0-9'_-]*")
+_SPECIFIC = re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]+|\d")
+_STOPWORDS = frozenset(
+    """a about above after again against all am an and any are aren't as at be because been before being below
+    between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each few for
+    from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself him himself
+    his how how's i i'd i'll i'm i've if in into is isn't it it's its itself just let's me more most mustn't my myself
+    no nor not now of off ok okay on once only or other ought our ours ourselves out over own same shan't she she'd
+    she'll she's should shouldn't so some such than thank thanks that that's the their theirs them themselves then
+    there there's these they they'd they'll they're they've this those through to too under until up very was wasn't
+    we we'd we'll we're we've were weren't what what's when when's where where's which while who who's whom why why's
+    will with won't would wouldn't yes yeah you you'd you'll you're you've your yours yourself yourselves also really
+    sure great good nice well oh hi hello hey please lol haha get got just like one""".split()
+)
+
+
+@dataclass
+class _Sentence:
+    message: int
+    position: int
+    role: str
+    text: str
+    terms: list[str]
+
+
+def _terms(text: str) -> list[str]:
+    out = []
+    for token in _TOKEN.findall(text.lower()):
+        if token in _STOPWORDS or len(token) < 2:
+            continue
+        if len(token) > 4 and token.endswith("s") and not token.endswith("ss"):
+            token = token[:-1]  # a light plural fold: "trains" ~ "train"
+        out.append(token)
+    return out
+
+
+def _split(messages: Sequence[Record]) -> list[_Sentence]:
+    out: list[_Sentence] = []
+    for index, msg in enumerate(messages):
+        for match in _SENTENCE.finditer(msg.content):
+            text = " ".join(match.group(0).split())
+            if text:
+                out.append(_Sentence(index, len(out), msg.role or "message", text, _terms(text)))
+    return out
+
+
+def _tfidf(sentences: Sequence[_Sentence]) -> np.ndarray:
+    vocab: dict[str, int] = {}
+    for s in sentences:
+        for t in s.terms:
+            vocab.setdefault(t, len(vocab))
+    matrix = np.zeros((len(sentences), max(1, len(vocab))))
+    df = Counter(t for s in sentences for t in set(s.terms))
+    n = len(sentences)
+    for row, s in enumerate(sentences):
+        for term, count in Counter(s.terms).items():
+            matrix[row, vocab[term]] = (1 + math.log(count)) * (math.log((n + 1) / (df[term] + 1)) + 1)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+
+
+def _textrank(similarity: np.ndarray) -> np.ndarray:
+    n = similarity.shape[0]
+    weights = similarity.copy()
+    np.fill_diagonal(weights, 0.0)
+    out_sum = weights.sum(axis=1, keepdims=True)
+    transition = np.divide(weights, out_sum, out=np.full_like(weights, 1.0 / n), where=out_sum > 0)
+    rank = np.full(n, 1.0 / n)
+    for _ in range(50):
+        new = (1 - DAMPING) / n + DAMPING * transition.T @ rank
+        if np.abs(new - rank).sum() < 1e-9:
+            rank = new
+            break
+        rank = new
+    return np.asarray(rank / rank.max())
+
+
+def _salience(sentences: Sequence[_Sentence], similarity: np.ndarray) -> np.ndarray:
+    rank = _textrank(similarity) if len(sentences) > 1 else np.ones(1)
+    out = np.empty(len(sentences))
+    for i, s in enumerate(sentences):
+        content = len(set(s.terms))
+        specifics = min(3, len(_SPECIFIC.findall(s.text)))
+        richness = min(1.0, content / 6)  # content-free small talk scores low
+        out[i] = rank[i] * (0.4 + 0.6 * richness) * (1 + 0.15 * specifics) + 0.05 * richness
+    return out
+
+
+def _render(sentences: Sequence[_Sentence], picked: Sequence[int]) -> str:
+    lines: list[str] = []
+    last_message, last_position = -1, -1
+    for i in sorted(picked):
+        s = sentences[i]
+        if s.message == last_message:
+            lines[-1] += (" " if s.position == last_position + 1 else " … ") + s.text
+        else:
+            lines.append(f"{s.role}: {s.text}")
+        last_message, last_position = s.message, s.position
+    return "\n".join(lines)
+
+
+def _clip_to_budget(text: str, budget: int) -> str:
+    limit = int(budget * CHARS_PER_TOKEN) - 1
+    if limit <= 0:
+        return ""
+    cut = text[:limit]
+    space = cut.rfind(" ")
+    if space > limit * 0.6:
+        cut = cut[:space]
+    return cut.rstrip() + "…"
+
+
+def extractive_summary(messages: Sequence[Record], token_budget: int) -> str:
+    """Salient, non-redundant sentences of ``messages`` in chronological order, as ``role: text``
+    lines (one per message), within ``token_budget`` tokens. Empty input or budget → ``""``."""
+    if token_budget <= 0:
+        return ""
+    sentences = _split(messages)
+    if not sentences:
+        return ""
+    vectors = _tfidf(sentences)
+    similarity = np.clip(vectors @ vectors.T, 0.0, 1.0)
+    salience = _salience(sentences, similarity)
+    picked: list[int] = []
+    open_ = np.array([bool(s.terms) for s in sentences])  # "thanks!", "lol ok" say nothing
+    redundancy = np.zeros(len(sentences))  # max similarity to a picked sentence
+    seen_texts: set[str] = set()
+    while open_.any():
+        score = np.where(open_, np.round(MMR_LAMBDA * salience - (1 - MMR_LAMBDA) * redundancy, 9), -np.inf)
+        best = int(np.argmax(score))  # the first of equal scores: ties break by position
+        open_[best] = False
+        text = sentences[best].text.lower()
+        if redundancy[best] >= DUPLICATE_SIMILARITY or text in seen_texts:
+            continue
+        if estimate_tokens(_render(sentences, [*picked, best])) <= token_budget:
+            picked.append(best)
+            seen_texts.add(text)
+            redundancy = np.maximum(redundancy, similarity[best])
+    if not picked:  # not even one sentence fits: the most salient one, clipped
+        if not any(s.terms for s in sentences):
+            return ""
+        top = sentences[int(np.argmax(salience))]
+        return _clip_to_budget(f"{top.role}: {top.text}", token_budget)
+    return _render(sentences, picked)

@@ -1,0 +1,82 @@
+"""The offline extractive summary: salient sentences kept, near-duplicates dropped, budget
+respected, chronological order, deterministic."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from agentmemory.records import Record, RecordType
+from agentmemory.summarize import extractive_summary
+from agentmemory.tokens import estimate_tokens
+
+T0 = datetime(2025, 5, 1, 9, tzinfo=timezone.utc)
+
+
+def msgs(*turns: tuple[str, str]) -> list[Record]:
+    return [
+        Record(record_id=f"m{i}", record_type=RecordType.MESSAGE, role=role, content=text, seq=i,
+               timestamp=T0 + timedelta(minutes=i), created_at=T0 + timedelta(minutes=i))
+        for i, (role, text) in enumerate(turns)
+    ]
+
+
+CHAT = msgs(
+    ("user", "Hi there!"),
+    ("assistant", "Hello! How can I help you today?"),
+    ("user", "The nightly deploy of the billing service fails with a database migration error."),
+    ("assistant", "Which migration fails? The billing service deploy log should name the migration."),
+    ("user", "Migration 0042 fails on the invoices table in the billing database, it adds a non-null column."),
+    ("assistant", "Thanks."),
+    ("user", "lol ok"),
+    ("assistant", "A non-null column on the invoices table needs a default, so migration 0042 fails on existing rows."),
+    ("user", "The nightly deploy of the billing service fails with a database migration error."),
+    ("user", "Cool, I'll add a default to migration 0042 and rerun the billing deploy tonight."),
+    ("assistant", "Sounds good. Have a nice day!"),
+)
+
+
+def test_empty_input_and_budget() -> None:
+    assert extractive_summary([], 100) == ""
+    assert extractive_summary(msgs(("user", "   ")), 100) == ""
+    assert extractive_summary(CHAT, 0) == ""
+
+
+def test_salient_sentences_are_kept_and_small_talk_is_not() -> None:
+    summary = extractive_summary(CHAT, 80)
+    assert "0042" in summary and "billing" in summary
+    for chatter in ("Hi there", "lol ok", "Have a nice day", "Thanks."):
+        assert chatter not in summary
+
+
+def test_near_duplicates_are_dropped() -> None:
+    summary = extractive_summary(CHAT, 10_000)
+    assert "lol ok" not in summary and "Thanks." not in summary  # content-free, even with room
+    assert summary.count("The nightly deploy of the billing service fails") == 1
+    near = msgs(
+        ("user", "My flight to Oslo leaves on Friday at 7am from gate B12."),
+        ("user", "Reminder: my flight to Oslo leaves Friday at 7am, gate B12."),
+        ("user", "I still need to book a hotel near the harbour for three nights."),
+    )
+    out = extractive_summary(near, 10_000)
+    assert out.count("Oslo") == 1 and "hotel" in out
+
+
+@pytest.mark.parametrize("budget", [1, 5, 12, 30, 60, 120, 400])
+def test_the_budget_is_respected(budget: int) -> None:
+    summary = extractive_summary(CHAT, budget)
+    assert estimate_tokens(summary) <= budget
+    assert summary  # even a tiny budget gives the best sentence, clipped
+
+
+def test_chronological_order_and_role_lines() -> None:
+    summary = extractive_summary(CHAT, 10_000)
+    lines = summary.split("\n")
+    assert all(line.split(": ", 1)[0] in {"user", "assistant"} for line in lines)
+    order = [next(i for i, m in enumerate(CHAT) if line.split(": ", 1)[1].split(" … ")[0] in m.content) for line in lines]
+    assert order == sorted(order)
+
+
+def test_deterministic() -> None:
+    assert extractive_summary(CHAT, 50) == extractive_summary(list(CHAT), 50)
