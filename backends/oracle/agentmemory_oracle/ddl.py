@@ -3,12 +3,15 @@
 Layout (``<P>`` = ``<MEMORY_STORE_ID>_``), following the reference product's model where it fits
 the SPI:
 
-- ``<P>STORE_META``: one row, ``schema_version`` and ``embedding_dimension`` (plus timestamps);
+- ``<P>STORE_META``: one row, ``schema_version`` and ``embedding_dimension`` (plus timestamps),
+  and the keyword analyzer's ``analyzer_language`` and ``analyzer_fingerprint``
+  (``agentmemory.analysis``; version 2);
 - ``<P>RECORD``: every record type in one table (the SPI's record is uniform and ``seq`` is
   store-wide, so per-type tables would turn every listing into a UNION ALL), metadata as native
   ``JSON``, ``md_keys`` (hashed filter facts, see ``mdfilter``), ``expires_at``, status;
 - ``<P>RECORD_CHUNK``: the searchable part, one chunk per record that has a vector, holding the
-  ``VECTOR(dim, FLOAT32)`` embedding, the text for Oracle Text and denormalised copies of type,
+  ``VECTOR(dim, FLOAT32)`` embedding, the text for Oracle Text (the record's analysed terms:
+  stemmed, stop words dropped, joined by spaces) and denormalised copies of type,
   scope, seq, status, expiry and ``md_keys``, so both searches filter on this table alone (and the
   HNSW index can pre-/in-filter). Unlike the reference it has a foreign key with ON DELETE CASCADE,
   so no orphan-chunk job is needed;
@@ -29,8 +32,10 @@ from agentmemory.records import LinkType, RecordStatus, RecordType
 
 from .names import StoreNames
 
-SCHEMA_VERSION = 1
-"""The schema version this package creates and reads."""
+SCHEMA_VERSION = 2
+"""The schema version this package creates and reads (2: analyzer language and fingerprint in
+the meta row; ``chunk_text`` holds analysed terms)."""
+ANALYZER_COLUMNS = "analyzer_language VARCHAR2(64 CHAR), analyzer_fingerprint VARCHAR2(512 CHAR)"
 
 ID_TYPE = "VARCHAR2(256 CHAR)"
 """Record and link ids (the core allows 128 characters, plus 64 for its internal prefixes)."""
@@ -87,6 +92,7 @@ def meta_table(names: StoreNames) -> DdlStep:
         f"embedding_dimension NUMBER(10) NOT NULL, "
         f"created_at TIMESTAMP(6) NOT NULL, "
         f"updated_at TIMESTAMP(6) NOT NULL, "
+        f"{ANALYZER_COLUMNS}, "
         f"CONSTRAINT {t}_PK PRIMARY KEY (meta_id), "
         f"CONSTRAINT {t}_ONE_CK CHECK (meta_id = 1))",
     )
@@ -225,10 +231,10 @@ MigrationStep = tuple[int, str]
 def migrations(names: StoreNames) -> dict[int, list[str]]:
     """DDL/DML that upgrades a store from version ``v`` to ``v + 1``, keyed by ``v``.
 
-    Version 1 is the first released schema, so there are none yet; a future change adds e.g.
-    ``{1: [f"ALTER TABLE {names.record} ADD (...)"]}`` and bumps ``SCHEMA_VERSION``.
+    1 → 2 adds the analyzer columns to the meta row; ``open_plan`` then finds no fingerprint
+    there and re-analyses every ``chunk_text``.
     """
-    return {}
+    return {1: [f"ALTER TABLE {names.meta} ADD ({ANALYZER_COLUMNS})"]}
 
 
 def migration_plan(
@@ -264,6 +270,19 @@ def insert_meta(names: StoreNames) -> str:
     return (
         f"INSERT INTO {names.meta} (meta_id, schema_version, embedding_dimension, created_at, updated_at) "
         f"VALUES (1, :version, :dimension, :now, :now)"
+    )
+
+
+def select_meta_analyzer(names: StoreNames) -> str:
+    """Read the analyzer the store's ``chunk_text`` was written with (version 2 and later)."""
+    return f"SELECT analyzer_language, analyzer_fingerprint FROM {names.meta} WHERE meta_id = 1"
+
+
+def update_meta_analyzer(names: StoreNames) -> str:
+    """Record the analyzer of ``chunk_text`` (binds: ``language``, ``fingerprint``, ``now``)."""
+    return (
+        f"UPDATE {names.meta} SET analyzer_language = :language, analyzer_fingerprint = :fingerprint, "
+        f"updated_at = :now WHERE meta_id = 1"
     )
 
 

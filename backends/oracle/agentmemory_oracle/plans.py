@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from agentmemory.analysis import Analyzer
 from agentmemory.errors import BackendError, BackendUnavailable, Conflict, NotFound
 from agentmemory.records import Link, Record
 from agentmemory.spi import Hit, Order, RecordFilter, RecordPatch, SchemaPolicy, WriteBatch
@@ -109,9 +110,11 @@ def vector_plan(
     return _sort_hits_by_distance(hits)[:k]
 
 
-def keyword_plan(names: StoreNames, text: str, flt: RecordFilter, k: int) -> Plan[list[Hit]]:
-    """``keyword_search`` through Oracle Text; ties by (score desc, id)."""
-    query = q.text_query(text)
+def keyword_plan(
+    names: StoreNames, text: str, flt: RecordFilter, k: int, analyzer: Analyzer | None = None
+) -> Plan[list[Hit]]:
+    """``keyword_search`` through Oracle Text over analysed terms; ties by (score desc, id)."""
+    query = q.text_query(text, analyzer)
     if query is None:
         return []
     rows = yield q.keyword_search(names, flt, query, k)
@@ -133,10 +136,10 @@ def _check_counts(counts: Sequence[int], ids: Sequence[str], kind: str) -> None:
             raise NotFound(kind, identifier)
 
 
-def write_plan(names: StoreNames, batch: WriteBatch) -> Plan[list[Record]]:
+def write_plan(names: StoreNames, batch: WriteBatch, analyzer: Analyzer | None = None) -> Plan[list[Record]]:
     """Apply a validated ``WriteBatch`` in the SPI's order: adds, patches, link deletes, link
     adds, record deletes. The caller runs it in one transaction and rolls back on any error,
-    so the batch lands whole or not at all."""
+    so the batch lands whole or not at all. ``analyzer`` writes ``chunk_text``."""
     added: list[Record] = []
     if batch.add:
         ids = [item.record.record_id for item in batch.add]
@@ -150,14 +153,16 @@ def write_plan(names: StoreNames, batch: WriteBatch) -> Plan[list[Record]]:
             raise BackendError(f"sequence {names.seq} returned {len(seqs)} values for {len(ids)} records")
         rows = [q.record_row(item.record, seq) for item, seq in zip(batch.add, seqs)]
         yield q.insert_records(names, rows)
-        chunk_rows = [q.chunk_row(row, item.vector) for item, row in zip(batch.add, rows) if item.vector is not None]
+        chunk_rows = [
+            q.chunk_row(row, item.vector, analyzer) for item, row in zip(batch.add, rows) if item.vector is not None
+        ]
         if chunk_rows:
             yield q.insert_chunks(names, chunk_rows)
         added = [
             item.record.model_copy(update={"seq": seq, "metadata": copy.deepcopy(dict(item.record.metadata))})
             for item, seq in zip(batch.add, seqs)
         ]
-    yield from _patch_plan(names, batch.patch)
+    yield from _patch_plan(names, batch.patch, analyzer)
     if batch.delete_links:
         ids = list(batch.delete_links)
         _check_counts((yield q.delete_links(names, ids)), ids, "link")
@@ -181,13 +186,13 @@ def _patch_groups(patches: Sequence[RecordPatch]) -> list[tuple[tuple[tuple[str,
     return groups
 
 
-def _patch_plan(names: StoreNames, patches: Sequence[RecordPatch]) -> Plan[None]:
+def _patch_plan(names: StoreNames, patches: Sequence[RecordPatch], analyzer: Analyzer | None = None) -> Plan[None]:
     for (fields, vector_action), group in _patch_groups(patches):
         ids = [p.record_id for p in group]
         if fields:
             rows = [q.patch_row(p) for p in group]
             _check_counts((yield q.update_records(names, fields, rows)), ids, "record")
-            chunk_stmt = q.update_chunks(names, fields, rows)
+            chunk_stmt = q.update_chunks(names, fields, rows, analyzer)
             if chunk_stmt is not None:
                 yield chunk_stmt
         else:
@@ -198,7 +203,15 @@ def _patch_plan(names: StoreNames, patches: Sequence[RecordPatch]) -> Plan[None]
         if vector_action == "drop":
             yield q.delete_chunks(names, ids)
         elif vector_action == "set":
-            rows = [q.vector_row(p.record_id, p.vector) for p in group]  # type: ignore[arg-type]
+            contents: dict[str, Any]
+            if "content" in fields:
+                contents = {p.record_id: p.content for p in group}
+            else:  # a chunk created here needs the record's (unchanged) content, analysed
+                contents = {str(row[0]): row[1] for row in (yield q.select_contents(names, ids))}
+            rows = [
+                q.vector_row(p.record_id, p.vector, q.analysed_text(contents.get(p.record_id), analyzer))
+                for p in group
+            ]
             yield q.upsert_chunk_vectors(names, rows)
     return None
 
@@ -232,6 +245,8 @@ class OpenResult:
     """What ``open_plan`` found or made."""
 
     schema_version: int
+    language: str = ""
+    """The keyword analyzer's language now in force (``agentmemory.analysis``)."""
     features: set[str] = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
     created: list[str] = field(default_factory=list)
@@ -266,8 +281,11 @@ def open_plan(
     now: datetime,
     *,
     migration_steps: dict[int, list[str]] | None = None,
+    language: str | None = None,
 ) -> Plan[OpenResult]:
-    """Check, create or recreate the schema per ``policy``; verify version and dimension.
+    """Check, create or recreate the schema per ``policy``; verify version and dimension; make
+    ``chunk_text`` match the keyword analyzer (``language``, else the stored one, else English):
+    written under another fingerprint (or before version 2), every chunk is re-analysed.
 
     REQUIRE_EXISTING runs no DDL: a missing store, an older schema or a missing table is
     ``BackendUnavailable``. CREATE_IF_NECESSARY creates what is missing (tolerating a concurrent
@@ -339,6 +357,7 @@ def open_plan(
         for step in steps:
             if step.name not in existing:
                 yield from _create(step, result)
+    yield from _analyzer_plan(names, result, language, now)
     sql, binds = ddl.select_indexes(names)
     index_rows = yield q.Fetch(sql, binds)
     usable = {str(row[0]) for row in index_rows if str(row[1]).upper() == "VALID" and str(row[2]).upper() == "VALID"}
@@ -350,6 +369,28 @@ def open_plan(
         if index in usable:
             result.features.add(feature)
     return result
+
+
+def _analyzer_plan(names: StoreNames, result: OpenResult, language: str | None, now: datetime) -> Plan[None]:
+    """Re-analyse every ``chunk_text`` when the stored analyzer fingerprint is not the one in
+    force (a version-1 store has none), then record it. DML only, in the open's transaction."""
+    rows = yield q.Fetch(ddl.select_meta_analyzer(names))
+    stored_language, stored_fingerprint = (rows[0][0], rows[0][1]) if rows else (None, None)
+    analyzer = Analyzer.for_language(language or stored_language)
+    result.language = analyzer.language
+    if stored_fingerprint == analyzer.fingerprint:
+        return None
+    chunks = yield q.select_chunk_contents(names)
+    if chunks:
+        yield q.update_chunk_texts(
+            names, [{"record_id": str(rid), "chunk_text": q.analysed_text(content, analyzer)} for rid, content in chunks]
+        )
+    yield q.Execute(
+        ddl.update_meta_analyzer(names),
+        {"language": analyzer.language, "fingerprint": analyzer.fingerprint, "now": q.to_db_time(now)},
+        {"now": "timestamp"},
+    )
+    return None
 
 
 def _create(step: ddl.DdlStep, result: OpenResult) -> Plan[None]:

@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from agentmemory.analysis import Analyzer
 from agentmemory.records import Link, LinkType, Record, RecordStatus, RecordType
 from agentmemory.spi import ANY, UNSET, Order, RecordFilter, RecordPatch
 
@@ -63,7 +64,14 @@ NLS_BINARY = "'NLS_SORT=BINARY'"
 TEXT_QUERY_MAX_TERMS = 64
 TEXT_TERM_MAX_BYTES = 64
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-"""Letters and digits: the reference's ``\\w+`` tokens split at ``_``, as Oracle Text's lexer does."""
+"""Letters and digits: analysed terms split at ``_``, as Oracle Text's lexer splits them."""
+
+
+def analysed_text(content: str | None, analyzer: Analyzer | None = None) -> str:
+    """What ``chunk_text`` holds for ``content``: its analysed terms (``agentmemory.analysis``:
+    case-folded, stop words dropped, stemmed) joined by spaces, so Oracle Text indexes the same
+    terms as every other backend (its own stoplist is empty, see ``ddl``)."""
+    return " ".join((analyzer or Analyzer.for_language()).terms(content or ""))
 
 
 # ---- statements --------------------------------------------------------------------------
@@ -397,17 +405,19 @@ def vector_search(
 
 
 # ---- keyword search -------------------------------------------------------------------------
-def text_query(text: str) -> str | None:
-    """An Oracle Text query that matches any word of ``text`` literally, or None if it has none.
+def text_query(text: str, analyzer: Analyzer | None = None) -> str | None:
+    """An Oracle Text query that matches any analysed term of ``text`` literally, or None if it
+    has none (no word, or only stop words).
 
-    Words are runs of letters and digits (the reference's ``\\w+`` tokens split at ``_``, like
-    Oracle Text's BASIC_LEXER), lower-cased, de-duplicated, each wrapped in ``{…}`` (Oracle Text's
-    escape: such a token cannot contain ``}``), at most 64 bytes each, and joined with
-    ``ACCUM`` so documents matching more words score higher. The result is always bound, never
-    pasted into SQL.
+    Terms come from ``analyzer`` (default English), the one that wrote ``chunk_text``; each is
+    split into runs of letters and digits (at ``_``, like Oracle Text's BASIC_LEXER splits the
+    indexed text), de-duplicated, wrapped in ``{…}`` (Oracle Text's escape: such a token cannot
+    contain ``}``), at most 64 bytes each, and joined with ``ACCUM`` so documents matching more
+    terms score higher. The result is always bound, never pasted into SQL.
     """
+    analysed = (analyzer or Analyzer.for_language()).query_terms(text)
     terms = []
-    for token in dict.fromkeys(t.lower() for t in _WORD.findall(text)):
+    for token in dict.fromkeys(piece for term in analysed for piece in _WORD.findall(term)):
         if len(token.encode("utf-8")) <= TEXT_TERM_MAX_BYTES:
             terms.append("{" + token + "}")
         if len(terms) >= TEXT_QUERY_MAX_TERMS:
@@ -514,8 +524,9 @@ def insert_records(names: StoreNames, rows: list[dict[str, Any]]) -> ExecuteMany
     return ExecuteMany(_insert_sql(names.record, _RECORD_INSERT_COLUMNS), rows, dict(_RECORD_TYPES))
 
 
-def chunk_row(record_row_: Mapping[str, Any], vector: np.ndarray) -> dict[str, Any]:
-    """Bind row for the chunk of a new record: its vector plus the denormalised filter columns."""
+def chunk_row(record_row_: Mapping[str, Any], vector: np.ndarray, analyzer: Analyzer | None = None) -> dict[str, Any]:
+    """Bind row for the chunk of a new record: its vector, its analysed text and the
+    denormalised filter columns."""
     return {
         "record_id": record_row_["record_id"],
         "record_type": record_row_["record_type"],
@@ -526,7 +537,7 @@ def chunk_row(record_row_: Mapping[str, Any], vector: np.ndarray) -> dict[str, A
         "status": record_row_["status"],
         "expires_at": record_row_["expires_at"],
         "md_keys": record_row_["md_keys"],
-        "chunk_text": record_row_["content"],
+        "chunk_text": analysed_text(record_row_["content"], analyzer),
         "embedding": to_db_vector(vector),
     }
 
@@ -577,7 +588,7 @@ _PATCH_RECORD_SETS = {
     "expires_at": ("expires_at",),
 }
 _PATCH_CHUNK_SETS = {
-    "content": (("chunk_text", "content"),),
+    "content": (("chunk_text", "chunk_text"),),
     "metadata": (("md_keys", "md_keys"),),
     "status": (("status", "status"),),
     "expires_at": (("expires_at", "expires_at"),),
@@ -595,14 +606,18 @@ def update_records(names: StoreNames, fields: Sequence[str], rows: list[dict[str
     return ExecuteMany(f"UPDATE {names.record} SET {sets} WHERE record_id = :record_id", rows, types, rowcounts=True)
 
 
-def update_chunks(names: StoreNames, fields: Sequence[str], rows: list[dict[str, Any]]) -> ExecuteMany | None:
-    """Array UPDATE keeping the chunk's denormalised copies in step with the record, or None
-    when ``fields`` touch nothing the chunk copies."""
+def update_chunks(
+    names: StoreNames, fields: Sequence[str], rows: list[dict[str, Any]], analyzer: Analyzer | None = None
+) -> ExecuteMany | None:
+    """Array UPDATE keeping the chunk's denormalised copies (and analysed text) in step with
+    the record, or None when ``fields`` touch nothing the chunk copies."""
     pairs = [p for f in fields for p in _PATCH_CHUNK_SETS.get(f, ())]
     if not pairs:
         return None
     sets = ", ".join(f"{col} = :{bind}" for col, bind in pairs)
     binds_used = {"record_id", *(b for _, b in pairs)}
+    if "content" in fields:
+        rows = [{**row, "chunk_text": analysed_text(row["content"], analyzer)} for row in rows]
     chunk_rows = [{k: v for k, v in row.items() if k in binds_used} for row in rows]
     types = {b: _RECORD_TYPES[b] for _, b in pairs if b in _RECORD_TYPES}
     return ExecuteMany(f"UPDATE {names.chunk} SET {sets} WHERE record_id = :record_id", chunk_rows, types)
@@ -610,23 +625,44 @@ def update_chunks(names: StoreNames, fields: Sequence[str], rows: list[dict[str,
 
 def upsert_chunk_vectors(names: StoreNames, rows: list[dict[str, Any]]) -> ExecuteMany:
     """Array MERGE setting each record's vector: updates its chunk or creates it from the
-    (already patched) record row. Rows: ``record_id``, ``embedding``."""
+    (already patched) record row. Rows: ``record_id``, ``embedding``, ``chunk_text`` (the
+    record's analysed content, used when the chunk is created)."""
     cols = "record_id, record_type, seq, user_id, agent_id, thread_id, status, expires_at, md_keys"
     sql = (
         f"MERGE INTO {names.chunk} c "
-        f"USING (SELECT {cols}, content FROM {names.record} WHERE record_id = :record_id) s "
+        f"USING (SELECT {cols} FROM {names.record} WHERE record_id = :record_id) s "
         f"ON (c.record_id = s.record_id AND c.chunk_seq = 1) "
         f"WHEN MATCHED THEN UPDATE SET c.embedding = :embedding "
         f"WHEN NOT MATCHED THEN INSERT ({cols}, chunk_text, chunk_seq, embedding) "
         f"VALUES (s.record_id, s.record_type, s.seq, s.user_id, s.agent_id, s.thread_id, s.status, "
-        f"s.expires_at, s.md_keys, s.content, 1, :embedding)"
+        f"s.expires_at, s.md_keys, :chunk_text, 1, :embedding)"
     )
     return ExecuteMany(sql, rows, {"embedding": "vector"})
 
 
-def vector_row(record_id: str, vector: np.ndarray) -> dict[str, Any]:
-    """Bind row for ``upsert_chunk_vectors``."""
-    return {"record_id": record_id, "embedding": to_db_vector(vector)}
+def vector_row(record_id: str, vector: np.ndarray, chunk_text: str = "") -> dict[str, Any]:
+    """Bind row for ``upsert_chunk_vectors`` (``chunk_text``: ``analysed_text`` of the content)."""
+    return {"record_id": record_id, "embedding": to_db_vector(vector), "chunk_text": chunk_text}
+
+
+def select_contents(names: StoreNames, ids: Sequence[str]) -> Fetch:
+    """``(record_id, content)`` of the records ``ids`` that exist."""
+    binds = Binds()
+    where = in_list("r.record_id", ids, binds)
+    return binds.fetch(f"SELECT r.record_id, r.content FROM {names.record} r WHERE {where}")
+
+
+def select_chunk_contents(names: StoreNames) -> Fetch:
+    """``(record_id, content)`` of every record with a chunk (to re-analyse ``chunk_text``)."""
+    return Fetch(
+        f"SELECT c.record_id, r.content FROM {names.chunk} c JOIN {names.record} r ON r.record_id = c.record_id",
+        {},
+    )
+
+
+def update_chunk_texts(names: StoreNames, rows: list[dict[str, Any]]) -> ExecuteMany:
+    """Array UPDATE of ``chunk_text`` (rows: ``record_id``, ``chunk_text``)."""
+    return ExecuteMany(f"UPDATE {names.chunk} SET chunk_text = :chunk_text WHERE record_id = :record_id", rows, {})
 
 
 def delete_chunks(names: StoreNames, record_ids: Sequence[str]) -> ExecuteMany:

@@ -32,6 +32,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 import numpy as np
 import oracledb
 
+from agentmemory.analysis import Analyzer, normalize_language
 from agentmemory.errors import AgentMemoryError, BackendError, BackendUnavailable, InvalidArgument
 from agentmemory.records import Link, Record
 from agentmemory.spi import (
@@ -181,7 +182,12 @@ async def drive_async(conn: Any, plan: plans.Plan[Any], operation: str = "operat
 # ---- the store ----------------------------------------------------------------------------------
 class OracleStore(MemoryStore):
     """Records, links, vector (HNSW through ``FETCH APPROX``, exact fallback) and Oracle Text
-    keyword search in one named Oracle memory store (a set of tables sharing a prefix)."""
+    keyword search in one named Oracle memory store (a set of tables sharing a prefix).
+
+    ``language`` is the keyword analyzer (``agentmemory.analysis``: a Snowball language, default
+    ``english``, or ``none``): ``chunk_text`` holds the analysed terms and queries are analysed
+    alike. It is persisted in the meta row; opening with another one, or with code whose
+    analyzer fingerprint differs, re-analyses every chunk during ``open``."""
 
     name = "oracle"
     min_recall_at_10 = 0.9
@@ -208,6 +214,7 @@ class OracleStore(MemoryStore):
         vector_index: bool | str = True,
         text_index: bool | str = True,
         metadata_index: bool | str = True,
+        language: str | None = None,
         **connect_params: Any,
     ) -> None:
         super().__init__()
@@ -255,6 +262,9 @@ class OracleStore(MemoryStore):
         except ValueError as exc:
             raise InvalidArgument("index options", str(exc)) from None
         self._exact_threshold = threshold
+        self._language = None if language is None else normalize_language(language)
+        self._analyzer = Analyzer.for_language(self._language)
+        """The keyword analyzer of ``chunk_text``; on open, the store's unless ``language`` was given."""
         self._pool: Any = None  # the sync pool or connection in use
         self._owns_pool = False
         self._conn_lock = threading.Lock()  # serialises a single shared connection
@@ -278,7 +288,7 @@ class OracleStore(MemoryStore):
         if parts.scheme != "oracle":
             raise InvalidArgument("store", f"expected an oracle:// URI, got {uri!r}")
         options: dict[str, Any] = dict(parse_qsl(parts.query, keep_blank_values=True))
-        unknown = set(options) - {"dsn", "memory_store_id", "memory_store_key", *_INT_OPTIONS, *_BOOL_OPTIONS}
+        unknown = set(options) - {"dsn", "memory_store_id", "memory_store_key", "language", *_INT_OPTIONS, *_BOOL_OPTIONS}
         if unknown:
             raise InvalidArgument("store", f"unknown oracle:// option(s): {', '.join(sorted(unknown))}")
         if parts.username:
@@ -421,7 +431,10 @@ class OracleStore(MemoryStore):
             with self._connection() as conn:
                 self._check_server(conn)
             result: plans.OpenResult = self._run(
-                plans.open_plan(self._names, dimension, schema_policy, self._index_options, datetime.now(timezone.utc)),
+                plans.open_plan(
+                    self._names, dimension, schema_policy, self._index_options, datetime.now(timezone.utc),
+                    language=self._language,
+                ),
                 "open",
                 write=True,
             )
@@ -429,6 +442,7 @@ class OracleStore(MemoryStore):
             self._release_pools()
             raise
         self._schema_version = result.schema_version
+        self._analyzer = Analyzer.for_language(result.language or self._language)
         self._features = set(result.features)
         self.open_warnings = list(result.warnings)
         for message in result.warnings:
@@ -508,6 +522,8 @@ class OracleStore(MemoryStore):
             extra={
                 "memory_store_id": self._names.store_id,
                 "schema_version": self._schema_version,
+                "language": self._analyzer.language,
+                "analyzer": self._analyzer.fingerprint,
                 "server_version": self._server_version,
                 "features": sorted(self._features),
                 "exact_search_threshold": self._exact_threshold,
@@ -547,7 +563,7 @@ class OracleStore(MemoryStore):
 
     # ---- SPI ------------------------------------------------------------------------------------
     def _write(self, batch: WriteBatch) -> list[Record]:
-        return list(self._run(plans.write_plan(self._names, batch), "write", write=True))
+        return list(self._run(plans.write_plan(self._names, batch, self._analyzer), "write", write=True))
 
     def _query(self, filter: RecordFilter, order: Order, limit: int | None, offset: int) -> list[Record]:
         return list(self._run(plans.query_plan(self._names, filter, order, limit, offset), "query"))
@@ -562,10 +578,10 @@ class OracleStore(MemoryStore):
         return list(self._run(plans.vector_plan(self._names, vector, filter, k, self._planner()), "vector search"))
 
     def _keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
-        return list(self._run(plans.keyword_plan(self._names, text, filter, k), "keyword search"))
+        return list(self._run(plans.keyword_plan(self._names, text, filter, k, self._analyzer), "keyword search"))
 
     async def _awrite(self, batch: WriteBatch) -> list[Record]:
-        return list(await self._arun(plans.write_plan(self._names, batch), "write", write=True))
+        return list(await self._arun(plans.write_plan(self._names, batch, self._analyzer), "write", write=True))
 
     async def _aquery(self, filter: RecordFilter, order: Order, limit: int | None, offset: int) -> list[Record]:
         return list(await self._arun(plans.query_plan(self._names, filter, order, limit, offset), "query"))
@@ -581,7 +597,7 @@ class OracleStore(MemoryStore):
         return list(await self._arun(plan, "vector search"))
 
     async def _akeyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
-        return list(await self._arun(plans.keyword_plan(self._names, text, filter, k), "keyword search"))
+        return list(await self._arun(plans.keyword_plan(self._names, text, filter, k, self._analyzer), "keyword search"))
 
     def __repr__(self) -> str:
         return f"OracleStore(memory_store_id={self._names.store_id!r}, dsn={self._dsn!r})"

@@ -125,14 +125,21 @@ def test_patches_grouped_only_when_consecutive(names: StoreNames, h: Any) -> Non
 def test_vector_only_patches(names: StoreNames, h: Any) -> None:
     batch = WriteBatch(patch=[RecordPatch("a", vector=h.vec(1)), RecordPatch("b", vector=None)])
     _, stmts = h.run_plan(
-        plans.write_plan(names, batch), responder(h, ("r.record_id IN", lambda s: [(v,) for v in s.binds.values()]))
+        plans.write_plan(names, batch),
+        responder(
+            h,
+            ("r.content FROM", lambda s: [(v, "The runners were running") for v in s.binds.values()]),
+            ("r.record_id IN", lambda s: [(v,) for v in s.binds.values()]),
+        ),
     )
     assert kinds(stmts) == [
         "SELECT T_STORE_RECORD",
+        "SELECT T_STORE_RECORD",  # the content, for a chunk the MERGE may create
         "MERGE T_STORE_RECORD_CHUNK",
         "SELECT T_STORE_RECORD",
         "DELETE T_STORE_RECORD_CHUNK",
     ]
+    assert stmts[2].rows[0]["chunk_text"] == "runner run"  # analysed, not the raw content
     with pytest.raises(NotFound):
         h.run_plan(plans.write_plan(names, batch), responder(h, ("r.record_id IN", [])))
 
@@ -204,8 +211,12 @@ def test_hostile_batch_never_reaches_sql_text(names: StoreNames, h: Any) -> None
         calls["n"] += 1  # the first lookup is the duplicate check of the adds: none exist yet
         return [] if calls["n"] == 1 else [(v,) for v in h.bind_values(stmt)]
 
+    def contents(stmt: q.Statement) -> list[tuple[str, str]]:
+        return [(v, hx[9]) for v in h.bind_values(stmt)]
+
     _, stmts = h.run_plan(
-        plans.write_plan(names, batch), responder(h, ("NEXTVAL", [(1,), (2,)]), ("r.record_id IN", existing))
+        plans.write_plan(names, batch),
+        responder(h, ("NEXTVAL", [(1,), (2,)]), ("r.content FROM", contents), ("r.record_id IN", existing)),
     )
     assert len(stmts) >= 10 and calls["n"] == 3
     h.assert_no_marker_in_sql(stmts)
@@ -346,7 +357,7 @@ def test_existing_complete_store_runs_no_ddl(names: StoreNames, h: Any) -> None:
             h,
             policy,
             ("FROM user_objects", _objects(names)),
-            ("SELECT schema_version", [(1, 4)]),
+            ("SELECT schema_version", [(ddl.SCHEMA_VERSION, 4)]),
             ("FROM user_indexes", ALL_INDEXES[:1]),
         )
         assert not any(s.sql.startswith(("CREATE", "DROP", "INSERT", "ALTER")) for s in stmts)
@@ -370,7 +381,7 @@ def test_require_existing_never_creates(names: StoreNames, h: Any) -> None:
             h,
             SchemaPolicy.REQUIRE_EXISTING,
             ("FROM user_objects", [(names.meta, "TABLE"), (names.record, "TABLE")]),
-            ("SELECT schema_version", [(1, 4)]),
+            ("SELECT schema_version", [(ddl.SCHEMA_VERSION, 4)]),
         )
     # optional indexes missing is fine: fewer features, no DDL
     result, stmts = _open(
@@ -378,7 +389,7 @@ def test_require_existing_never_creates(names: StoreNames, h: Any) -> None:
         h,
         SchemaPolicy.REQUIRE_EXISTING,
         ("FROM user_objects", _objects(names, optional=False)),
-        ("SELECT schema_version", [(1, 4)]),
+        ("SELECT schema_version", [(ddl.SCHEMA_VERSION, 4)]),
         ("FROM user_indexes", []),
     )
     assert result.features == set() and not any(s.sql.startswith("CREATE") for s in stmts)
@@ -427,13 +438,60 @@ def test_migrations_run_then_version_is_recorded(names: StoreNames, h: Any) -> N
         ("FROM user_objects", _objects(names)),
         ("SELECT schema_version", [(0, 4)]),
         ("FROM user_indexes", ALL_INDEXES),
-        migration_steps={0: [f"ALTER TABLE {names.record} ADD (x NUMBER)"]},
+        migration_steps={**ddl.migrations(names), 0: [f"ALTER TABLE {names.record} ADD (x NUMBER)"]},
     )
     texts = [s.sql for s in stmts]
     alter = texts.index(f"ALTER TABLE {names.record} ADD (x NUMBER)")
-    assert texts[alter + 1].startswith(f"UPDATE {names.meta} SET schema_version = :version")
-    update = stmts[alter + 1]
+    assert texts[alter + 1] == ddl.migrations(names)[1][0]  # 1 -> 2: the analyzer columns
+    assert texts[alter + 2].startswith(f"UPDATE {names.meta} SET schema_version = :version")
+    update = stmts[alter + 2]
     assert isinstance(update, q.Execute) and update.binds["version"] == ddl.SCHEMA_VERSION
+
+
+def test_version_1_store_is_reanalysed_on_open(names: StoreNames, h: Any) -> None:
+    """A version-1 store (raw content in ``chunk_text``, no analyzer recorded): the open adds
+    the analyzer columns, rewrites every ``chunk_text`` with analysed terms and records the
+    fingerprint; a store already at the fingerprint in force is left alone."""
+    from agentmemory.analysis import Analyzer
+
+    english = Analyzer.for_language("english")
+    result, stmts = _open(
+        names,
+        h,
+        SchemaPolicy.CREATE_IF_NECESSARY,
+        ("FROM user_objects", _objects(names)),
+        ("SELECT schema_version", [(1, 4)]),
+        ("SELECT analyzer_language", [(None, None)]),
+        ("SELECT c.record_id, r.content", [("a", "She runs daily"), ("b", None)]),
+        ("FROM user_indexes", ALL_INDEXES),
+    )
+    texts = [s.sql for s in stmts]
+    assert texts.index(ddl.migrations(names)[1][0]) < texts.index(ddl.select_meta_analyzer(names))
+    (rewrite,) = [s for s in stmts if s.sql.startswith(f"UPDATE {names.chunk} SET chunk_text")]
+    assert rewrite.rows == [{"record_id": "a", "chunk_text": "run daili"}, {"record_id": "b", "chunk_text": ""}]
+    (record,) = [s for s in stmts if s.sql == ddl.update_meta_analyzer(names)]
+    assert isinstance(record, q.Execute)
+    assert record.binds["language"] == "english" and record.binds["fingerprint"] == english.fingerprint
+    assert result.language == "english"
+    assert texts.index(ddl.select_meta_analyzer(names)) < texts.index(rewrite.sql) < texts.index(record.sql)
+
+    for language, stored, rewrites in (("none", ("english", english.fingerprint), True), (None, ("english", english.fingerprint), False)):
+        result, stmts = _open(
+            names,
+            h,
+            SchemaPolicy.REQUIRE_EXISTING,
+            ("FROM user_objects", _objects(names)),
+            ("SELECT schema_version", [(ddl.SCHEMA_VERSION, 4)]),
+            ("SELECT analyzer_language", [stored]),
+            ("SELECT c.record_id, r.content", [("a", "The Runs")]),
+            ("FROM user_indexes", ALL_INDEXES),
+            language=language,
+        )
+        rewritten = [s for s in stmts if s.sql.startswith(f"UPDATE {names.chunk} SET chunk_text")]
+        assert bool(rewritten) == rewrites, language
+        assert result.language == (language or "english")
+        if rewrites:
+            assert rewritten[0].rows == [{"record_id": "a", "chunk_text": "the runs"}]
 
 
 def test_optional_index_failures_degrade_with_warnings(names: StoreNames, h: Any) -> None:
@@ -443,7 +501,7 @@ def test_optional_index_failures_degrade_with_warnings(names: StoreNames, h: Any
         h,
         SchemaPolicy.CREATE_IF_NECESSARY,
         ("FROM user_objects", present),
-        ("SELECT schema_version", [(1, 4)]),
+        ("SELECT schema_version", [(ddl.SCHEMA_VERSION, 4)]),
         ("CREATE VECTOR INDEX", ora("ORA-51962", "The vector memory area is out of space")),
         ("CTXSYS.CONTEXT", ora("ORA-29833", "indextype does not exist")),
         ("FROM user_indexes", [ALL_INDEXES[2]]),
@@ -460,7 +518,7 @@ def test_required_ddl_failure_raises_but_already_exists_is_tolerated(names: Stor
             h,
             SchemaPolicy.CREATE_IF_NECESSARY,
             ("FROM user_objects", []),
-            ("SELECT schema_version", [(1, 4)]),
+            ("SELECT schema_version", [(ddl.SCHEMA_VERSION, 4)]),
             (f"CREATE TABLE {names.record} ", ora("ORA-01031", "insufficient privileges")),
         )
     result, _ = _open(
@@ -470,7 +528,7 @@ def test_required_ddl_failure_raises_but_already_exists_is_tolerated(names: Stor
         ("FROM user_objects", []),
         ("CREATE", ora("ORA-00955", "name is already used")),
         ("INSERT INTO", ora("ORA-00001", "unique constraint violated")),  # a concurrent opener won
-        ("SELECT schema_version", [(1, 4)]),
+        ("SELECT schema_version", [(ddl.SCHEMA_VERSION, 4)]),
         ("FROM user_indexes", ALL_INDEXES),
     )
     assert result.created == [] and result.features == {"vector_index", "text_index", "metadata_index"}

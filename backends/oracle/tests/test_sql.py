@@ -12,6 +12,7 @@ import pytest
 from agentmemory_oracle import sql as q
 from agentmemory_oracle.names import StoreNames
 
+from agentmemory.analysis import Analyzer
 from agentmemory.records import RecordStatus, RecordType
 from agentmemory.spi import ANY, Order, RecordFilter, RecordPatch
 
@@ -191,7 +192,7 @@ def test_vector_candidate_count(names: StoreNames, h: Any) -> None:
         ("Hello, World!", "{hello} ACCUM {world}"),
         ("a AND b OR near(c)", "{a} ACCUM {and} ACCUM {b} ACCUM {or} ACCUM {near} ACCUM {c}"),
         ("x} OR {y", "{x} ACCUM {or} ACCUM {y}"),
-        ("über straße 漢字", "{über} ACCUM {straße} ACCUM {漢字}"),
+        ("über straße 漢字", "{über} ACCUM {strasse} ACCUM {漢字}"),
         ("repeat repeat REPEAT", "{repeat}"),
         ("!!! --- ;;;", None),
         ("%_$~?=", None),
@@ -199,7 +200,27 @@ def test_vector_candidate_count(names: StoreNames, h: Any) -> None:
     ],
 )
 def test_text_query_escapes_everything(text: str, expected: str | None) -> None:
-    assert q.text_query(text) == expected
+    """Language "none" (plain case-folded words): escaping and splitting alone."""
+    assert q.text_query(text, Analyzer.for_language("none")) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The runners were RUNNING", "{runner} ACCUM {run}"),
+        ("a AND b OR near(c)", "{b} ACCUM {near} ACCUM {c}"),  # stop words: a, and, or
+        ("x} OR {y", "{x} ACCUM {y}"),
+        ("über straße 漢字", "{über} ACCUM {strass} ACCUM {漢字}"),
+        ("the and of", None),  # only stop words: no query, keyword search returns []
+        ("snake_case_ids", "{snake} ACCUM {case} ACCUM {id}"),
+    ],
+)
+def test_text_query_uses_the_stores_analyzer(text: str, expected: str | None) -> None:
+    """The default (English) analyzer: the same terms ``analysed_text`` writes to ``chunk_text``."""
+    assert q.text_query(text) == expected == q.text_query(text, Analyzer.for_language("english"))
+    if expected is not None:
+        indexed = q.analysed_text(text)
+        assert all(t.strip("{}") in re.findall(r"[^\W_]+", indexed) for t in expected.split(" ACCUM "))
 
 
 def test_text_query_limits() -> None:
@@ -265,7 +286,10 @@ def test_record_and_chunk_inserts(names: StoreNames, h: Any) -> None:
     assert chunk.sql.startswith("INSERT INTO T_STORE_RECORD_CHUNK (record_id, record_type, seq, user_id")
     assert chunk.sql.endswith(", 1)") and "chunk_seq" in chunk.sql
     crow = chunk.rows[0]
-    assert crow["chunk_text"] == h.HOSTILE[1] and crow["md_keys"] == row["md_keys"]
+    assert crow["chunk_text"] == q.analysed_text(h.HOSTILE[1]) and crow["md_keys"] == row["md_keys"]
+    assert q.chunk_row({**row, "content": "The Runners"}, h.vec(0, 2))["chunk_text"] == "runner"
+    none = Analyzer.for_language("none")
+    assert q.chunk_row({**row, "content": "The Runners"}, h.vec(0, 2), none)["chunk_text"] == "the runners"
     assert list(crow["embedding"]) == [0.0, 1.0, 0.0, 0.0]
     assert chunk.types == {"expires_at": "timestamp", "md_keys": "json", "embedding": "vector"}
 
@@ -293,9 +317,10 @@ def test_patch_statements_per_shape(names: StoreNames, h: Any) -> None:
     assert chunk is not None
     h.check_binds(chunk)
     assert chunk.sql == (
-        "UPDATE T_STORE_RECORD_CHUNK SET chunk_text = :content, md_keys = :md_keys, status = :status, "
+        "UPDATE T_STORE_RECORD_CHUNK SET chunk_text = :chunk_text, md_keys = :md_keys, status = :status, "
         "expires_at = :expires_at WHERE record_id = :record_id"
     )
+    assert chunk.rows[0]["chunk_text"] == q.analysed_text(h.HOSTILE[1]) and "content" not in chunk.rows[0]
     ts_only = RecordPatch("r", timestamp=datetime(2025, 1, 2, tzinfo=UTC))
     assert q.patch_shape(ts_only) == (("timestamp",), "keep")
     assert q.update_chunks(names, ("timestamp",), [q.patch_row(ts_only)]) is None  # not denormalised

@@ -90,6 +90,12 @@ def _statements() -> list[tuple[str, str]]:
         ("select_meta", ddl.select_meta(N)),
         ("insert_meta", ddl.insert_meta(N)),
         ("update_meta", ddl.update_meta_version(N)),
+        ("select_meta_analyzer", ddl.select_meta_analyzer(N)),
+        ("update_meta_analyzer", ddl.update_meta_analyzer(N)),
+        ("select_contents", q.select_contents(N, ["a", "b"]).sql),
+        ("select_chunk_contents", q.select_chunk_contents(N).sql),
+        ("update_chunk_texts", q.update_chunk_texts(N, [{"record_id": "r", "chunk_text": "t"}]).sql),
+        *((f"migration:{v}", sql) for v, sqls in ddl.migrations(N).items() for sql in sqls),
         ("objects", ddl.select_objects(N, ["A", "B"])[0]),
         ("indexes", ddl.select_indexes(N)[0]),
     ]
