@@ -293,6 +293,11 @@ class DuckDBStore(MemoryStore):
         except TypeError as exc:
             raise InvalidArgument("store", f"unknown option in {uri!r}: {exc}") from None
 
+    @property
+    def analyzer(self) -> Analyzer:
+        """The keyword analyzer in force (``agentmemory.analysis``): after ``open``, the store's."""
+        return self._analyzer
+
     def capabilities(self) -> frozenset[Capability]:
         caps = {Capability.KEYWORD_SEARCH, Capability.CONCURRENT_WRITERS}
         if not self._memory:

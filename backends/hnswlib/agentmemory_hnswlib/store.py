@@ -213,6 +213,11 @@ class HnswlibStore(MemoryStore):
         return cls(location, **options)
 
     @property
+    def analyzer(self) -> Analyzer:
+        """The keyword analyzer in force (``agentmemory.analysis``): after ``open``, the store's."""
+        return self._analyzer
+
+    @property
     def directory(self) -> Path:
         """Where the store keeps its files."""
         return self._directory

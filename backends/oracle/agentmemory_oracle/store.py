@@ -413,6 +413,11 @@ class OracleStore(MemoryStore):
                 log.debug("async release failed", exc_info=True)
 
     # ---- lifecycle ------------------------------------------------------------------------------
+    @property
+    def analyzer(self) -> Analyzer:
+        """The keyword analyzer in force (``agentmemory.analysis``): after ``open``, the store's."""
+        return self._analyzer
+
     def capabilities(self) -> frozenset[Capability]:
         caps = {Capability.PERSISTENCE, Capability.CONCURRENT_WRITERS}
         opened = self._schema_version is not None

@@ -157,6 +157,35 @@ class KeywordSearchTests:
 
     @clause("spi.keyword-search")
     @requires(Capability.KEYWORD_SEARCH)
+    def test_terms_are_the_core_analyzers(self, api: Api, store: MemoryStore) -> None:
+        """Documents and queries go through the core's keyword analyzer
+        (``agentmemory.analysis``; the store's ``analyzer``, else English): inflections meet,
+        stop words match nothing, a query of stop words finds nothing; the matching set equals
+        the reference store's with the same analyzer.
+
+        Troubleshooting: index ``Analyzer.terms(content)`` joined by spaces with the engine's
+        own stemming, stop words and case/accent folding off, and query with
+        ``Analyzer.query_terms(text)``.
+        """
+        from agentmemory.reference_store import InMemoryStore
+
+        language = getattr(getattr(store, "analyzer", None), "language", "english")
+        docs = {"s1": "She runs every morning", "s2": "The runner was running late", "s3": "nothing of the sort",
+                "s4": "Invoices were invoiced", "s5": "東京 café ünïcødé"}
+        batch = WriteBatch(add=[new(rec(rid, content=text), E1) for rid, text in docs.items()])
+        api.write(batch)
+        ref = InMemoryStore(language=language)
+        ref.open(dimension=len(E1))
+        ref.write(batch)
+        for text in ("running", "RUNS", "invoice", "the of", "東京", "CAFÉ", "ünïcødé sort"):
+            want = {h.record.record_id for h in ref.keyword_search(text, RecordFilter(), 10)}
+            assert set(ids(api.keyword_search(text, k=10))) == want, f"keyword_search({text!r}) [{language}]"
+        if language == "english":
+            assert set(ids(api.keyword_search("running", k=10))) == {"s1", "s2"}
+            assert api.keyword_search("the of", k=10) == []
+
+    @clause("spi.keyword-search")
+    @requires(Capability.KEYWORD_SEARCH)
     def test_filters_and_content_updates(self, api: Api) -> None:
         """Filters apply; patched content is searchable at once and old words are gone;
         deleted records vanish."""
