@@ -7,6 +7,20 @@ preferences). Later sessions update some facts (a move, a new job, a changed pre
 supersedes the earlier statement. Questions at the end name their evidence messages, and each
 evidence message carries the answer string that must reach the prompt.
 
+The questions are built to tell retrieval methods apart:
+
+* ``fact`` / ``update``: paraphrased — a question shares no content word with its evidence
+  ("Which company pays my salary?" for "I work at Orchard Robotics"), so lexical overlap alone
+  does not find it; ``update`` questions also carry the superseded values (``stale_keys``).
+* keyword distractors: for every fact, a message about someone else that *does* share the
+  question's keywords ("My friend's boss is strict about deadlines." for "Who is my boss?").
+* ``multi``: two independent facts in one question (two evidence items).
+* ``multi-hop``: two facts that only answer together — one names a bridge ("my sister", "my
+  oldest friend from university"), the other links it to the answer ("My sister moved to Cork").
+* ``temporal``: an event told with a date relative to the message ("three days ago", "last
+  weekend"); the question asks when it happened. The evidence key is the relative phrase;
+  ``Question.answer`` holds the absolute date, computed from the message's timestamp.
+
 Answer strings are unique within a conversation: no distractor, other fact or superseded value
 contains them, so "the answer string is in the context" means "the evidence reached the prompt".
 """
@@ -46,10 +60,13 @@ class Question:
     question_id: str
     text: str
     kind: str
-    """``fact`` (stated once), ``update`` (the latest of several values), ``multi`` (two facts)."""
+    """``fact`` (stated once), ``update`` (the latest of several values), ``multi`` (two facts),
+    ``multi-hop`` (two facts that answer only together), ``temporal`` (when something happened)."""
     evidence: list[Evidence]
     stale_keys: list[str] = field(default_factory=list)
     """Superseded values of an updated fact (reported when they reach the prompt alone)."""
+    answer: str | None = None
+    """The expected answer where it is not an evidence key (temporal: the ISO date)."""
 
 
 @dataclass
@@ -138,40 +155,99 @@ class _Slot:
     name: str
     statements: list[str]
     question: str
+    """Paraphrased: no content word in common with any statement or update."""
+    distractor: str
+    """About someone else, sharing the question's keywords (never an answer string)."""
     updates: list[str] = field(default_factory=list)
 
 
 SLOTS: dict[str, _Slot] = {
     "name": _Slot("name", ["Hi! I'm {v}, nice to meet you.", "By the way, my name is {v}.", "Oh and you can call me {v}."],
-                  "What is my name?"),
+                  "How should you address me?",
+                  "How should I address a letter to a company abroad, with the name first or last?"),
     "city": _Slot("city", ["I live in {v} with my partner.", "It's raining again here in {v}, where I live.", "We rent a flat in {v}, it's where I live."],
-                  "Which city do I live in now?",
+                  "Which town is my current residence?",
+                  "My cousin's current residence is a tiny town up in the hills, no shops at all.",
                   ["Big news: we moved, I live in {v} now.", "Update for you: I relocated to {v} last month, so that's home now."]),
     "employer": _Slot("employer", ["I work at {v} as a data engineer.", "My employer is {v}, mostly backend work."],
-                      "Where do I work these days?",
+                      "Which company pays my salary?",
+                      "My uncle says the company that pays his salary is always late with it.",
                       ["I switched jobs, I'm at {v} now.", "Started a new job this week: I work at {v} now."]),
-    "pet": _Slot("pet", ["My dog is called {v}.", "Sorry, {v}, my dog, needed a walk."], "What is my dog's name?"),
+    "pet": _Slot("pet", ["My dog is called {v}.", "Sorry, {v}, my dog, needed a walk."], "What did I name my puppy?",
+                 "My neighbour can't decide what to name her new puppy, she keeps asking everyone."),
     "drink": _Slot("drink", ["I prefer {v} in the morning, coffee makes me jittery.", "I like {v} in the morning, it's my ritual."],
-                   "What do I like to drink in the morning?",
+                   "Which beverage do I have at breakfast?",
+                   "My brother claims the only sensible beverage at breakfast is plain water.",
                    ["These days I prefer {v} in the morning instead.", "I've changed my mind, I like {v} best in the morning now."]),
-    "manager": _Slot("manager", ["My manager is {v}, she is very supportive.", "I report to {v}, my manager."], "Who is my manager?"),
+    "manager": _Slot("manager", ["My manager is {v}, she is very supportive.", "I report to {v}, my manager."], "Who is my boss?",
+                     "My friend's boss is terribly strict about deadlines, poor thing."),
     "sync": _Slot("sync", ["My weekly sync with my manager is on {v}.", "The team sync is every {v} morning."],
-                  "On which day is my weekly sync?", ["Heads up: the weekly sync moved to {v}."]),
+                  "When is my regular check-in meeting?",
+                  "My partner's regular check-in meeting always runs over time.",
+                  ["Heads up: the weekly sync moved to {v}."]),
     "order": _Slot("order", ["My order {v} arrived damaged, the box was crushed.", "Order {v} came broken, I want a replacement."],
-                   "Which order arrived damaged?"),
+                   "Which purchase showed up in bad shape?",
+                   "A purchase my colleague made online showed up in bad shape too, the shop refused to help."),
     "ticket": _Slot("ticket", ["The support ticket for the login problem is {v}.", "They gave me ticket number {v} for the login issue."],
-                    "What is the ticket number of my login problem?"),
+                    "What reference did the helpdesk assign to my sign-in trouble?",
+                    "The helpdesk at my gym took a week to assign anyone to their sign-in trouble."),
     "allergy": _Slot("allergy", ["Just so you know, I'm allergic to {v}.", "Please remember I'm allergic to {v}."],
-                     "What am I allergic to?"),
+                     "What must I avoid because of an immune reaction?",
+                     "My nephew must avoid dairy because of an immune reaction, so birthday cakes are tricky."),
     "contact": _Slot("contact", ["Please always message me on {v}, I don't check email.", "From now on, contact me on {v}."],
-                     "How should you contact me?",
+                     "Which app should you use to reach me?",
+                     "Which app do people use to reach a plumber at short notice?",
                      ["Change of plan: contact me on {v} from now on."]),
 }
 MULTI = [
-    (("manager", "sync"), "Who is my manager and on which day is our weekly sync?"),
-    (("pet", "city"), "What is my dog's name and which city do we live in now?"),
-    (("order", "ticket"), "Which order arrived damaged, and what is my login ticket number?"),
+    (("manager", "sync"), "Who is my boss, and when is my regular check-in meeting?"),
+    (("pet", "city"), "What did I name my puppy, and which town is my current residence?"),
+    (("order", "ticket"), "Which purchase showed up in bad shape, and what reference did the helpdesk assign to my sign-in trouble?"),
 ]
+FLIGHTS = [f"{a}{n}" for a in ("LX", "TP", "SK", "KL", "OS") for n in (412, 1187, 2290, 358, 904)]
+GIFTS = ["hand-knitted scarf", "vintage compass", "ceramic teapot", "bonsai tree", "leather journal", "brass telescope"]
+
+
+@dataclass
+class _Hop:
+    """Two facts that answer a question only together: ``bridge`` names the link, ``target`` the answer."""
+
+    name: str
+    bridge: str
+    """Carries ``{k}`` (its own key)."""
+    target: str
+    """Carries ``{v}`` (the answer)."""
+    question: str
+
+
+HOPS = [
+    _Hop("trip", "I finally booked flight {k} for next month to visit my sister.",
+         "My sister moved to {v} in the spring, she loves it there.",
+         "Which city am I travelling to next month?"),
+    _Hop("gift", "My oldest friend from university sent me a {k} for my birthday.",
+         "My oldest friend from university now lives in {v}, we rarely see each other.",
+         "Where does the person who sent my birthday present live?"),
+]
+TEMPORAL_EVENTS = [
+    ("passport", "I finally renewed my passport {r}, the photo is terrible.", "When did I renew my passport?"),
+    ("ankle", "I sprained my ankle playing football {r}, still limping.", "When did I hurt my ankle?"),
+    ("thesis", "I handed in my thesis draft {r} and I'm waiting for comments.", "When did I submit my thesis draft?"),
+    ("towed", "My car got towed {r}, what a mess that was.", "When was my car towed?"),
+]
+RELATIVE_DATES = {  # phrase -> days before the message's date (None: computed)
+    "three days ago": 3, "two weeks ago": 14, "ten days ago": 10, "the day before yesterday": 2,
+    "five days ago": 5, "last weekend": None,
+}
+
+
+def resolve_relative(phrase: str, when: datetime) -> str:
+    """The ISO date a relative phrase means, said at ``when`` ("last weekend": that Saturday)."""
+    days = RELATIVE_DATES[phrase]
+    if days is None:  # the Saturday of the last full weekend before ``when``
+        days = (when.weekday() - 5) % 7 or 7
+        if days < 2 and when.weekday() == 6:
+            days += 7  # on a Sunday, "last weekend" is the previous one
+    return (when - timedelta(days=days)).date().isoformat()
 
 
 def _values(rng: random.Random) -> dict[str, list[str]]:
@@ -186,7 +262,15 @@ def _values(rng: random.Random) -> dict[str, list[str]]:
     return out
 
 
-def generate_conversation(
+@dataclass
+class _Plan:
+    group: str
+    """A slot name, ``hop:<name>``, ``temporal:<event>`` or ``noise``."""
+    text: str
+    key: str | None = None
+
+
+def generate_conversation(  # noqa: C901 - one linear recipe
     index: int, *, seed: int = 0, sessions: int = 8, turns_per_session: int = 20, start: datetime | None = None
 ) -> Conversation:
     """One conversation (deterministic for ``(index, seed)``); ``turns_per_session`` user/assistant pairs."""
@@ -206,24 +290,49 @@ def generate_conversation(
         value = next(v for v in values[slot] if v not in used)
         update_values[slot] = value
         used.add(value)
-    others = [n for n in FIRST_NAMES if n not in used]
-    # plan: facts in the first half of the conversation, updates after their fact (second half
-    # when there is room); positions are linear turn indexes
+    # plan: facts and first hops in the first half, updates and second hops after them (second
+    # half when there is room), then temporal events and keyword distractors where room is left;
+    # positions are linear turn indexes. A short conversation drops hops and temporal events.
     total = sessions * turns_per_session
     if total < len(SLOTS) + 2 * len(update_values) + 2:
         raise ValueError(f"{sessions} sessions x {turns_per_session} turns is too short for {len(SLOTS)} facts and their updates")
-    half = max(len(SLOTS), total // 2)
-    fact_pos = rng.sample(range(half), len(SLOTS))
-    plan: dict[tuple[int, int], tuple[str, str, bool]] = {}
-    taken = set(fact_pos)
+    room = total - len(SLOTS) - len(update_values) - 2
+    hops = HOPS[: min(len(HOPS), room // 2)]
+    hop_keys = {"trip": rng.choice(FLIGHTS), "gift": rng.choice(GIFTS)}
+    hop_values: dict[str, str] = {}
+    for hop in hops:
+        hop_values[hop.name] = next(v for v in values["city"] if v not in used)
+        used.add(hop_values[hop.name])
+    events = rng.sample(TEMPORAL_EVENTS, min(3, room - 2 * len(hops)))
+    phrases = rng.sample(sorted(RELATIVE_DATES), len(events))
+    others = [n for n in FIRST_NAMES if n not in used]
+    half = max(len(SLOTS) + len(hops), total // 2)
+    first = rng.sample(range(half), len(SLOTS) + len(hops))
+    fact_pos, hop_pos = first[: len(SLOTS)], first[len(SLOTS):]
+    plan: dict[int, _Plan] = {}
     for slot, pos in zip(SLOTS, fact_pos):
-        plan[divmod(pos, turns_per_session)] = (slot, chosen[slot], False)
+        plan[pos] = _Plan(slot, rng.choice(SLOTS[slot].statements).format(v=chosen[slot]), chosen[slot])
+
+    def later(after: int) -> int:
+        room = [p for p in range(max(after + 1, half), total) if p not in plan] or [p for p in range(after + 1, total) if p not in plan]
+        return rng.choice(room)
+
     for slot, value in update_values.items():
-        after = fact_pos[list(SLOTS).index(slot)]
-        room = [p for p in range(max(after + 1, half), total) if p not in taken] or [p for p in range(after + 1, total) if p not in taken]
-        pos = rng.choice(room)
-        taken.add(pos)
-        plan[divmod(pos, turns_per_session)] = (slot, value, True)
+        plan[later(fact_pos[list(SLOTS).index(slot)])] = _Plan(slot, rng.choice(SLOTS[slot].updates).format(v=value), value)
+    for hop, pos in zip(hops, hop_pos):
+        # the bridge or the target first, at random; the other one later
+        a = _Plan(f"hop:{hop.name}:target", hop.target.format(v=hop_values[hop.name]), hop_values[hop.name])
+        b = _Plan(f"hop:{hop.name}:bridge", hop.bridge.format(k=hop_keys[hop.name]), hop_keys[hop.name])
+        a, b = (a, b) if rng.random() < 0.5 else (b, a)
+        plan[pos] = a
+        plan[later(pos)] = b
+    free = [p for p in range(total) if p not in plan]
+    for (event, template, _), phrase, pos in zip(events, phrases, rng.sample(free, len(events))):
+        plan[pos] = _Plan(f"temporal:{event}", template.format(r=phrase), phrase)
+    free = [p for p in range(total) if p not in plan]
+    keyword_distractors = [SLOTS[s].distractor for s in SLOTS]
+    for text, pos in zip(keyword_distractors, rng.sample(free, min(len(free) // 2, len(keyword_distractors)))):
+        plan[pos] = _Plan("noise", text)
     distractor_values = {
         "city": [c for c in CITIES if c not in used],
         "pet": [p for p in PETS if p not in used],
@@ -232,7 +341,8 @@ def generate_conversation(
         "allergy": [a for a in ALLERGIES if a not in used],
         "weekday": [w for w in WEEKDAYS if w not in used] or ["Saturday"],
     }
-    evidence_of: dict[str, list[tuple[str, str]]] = {s: [] for s in SLOTS}
+    evidence_of: dict[str, list[tuple[str, str]]] = {}
+    when_of: dict[str, datetime] = {}
     out_sessions: list[list[Message]] = []
     counter = 0
     for s in range(sessions):
@@ -241,12 +351,10 @@ def generate_conversation(
         topic, things = TOPICS[rng.randrange(len(TOPICS))]
         for turn in range(turns_per_session):
             keys: list[str] = []
-            planned = plan.get((s, turn))
+            planned = plan.get(s * turns_per_session + turn)
             if planned is not None:
-                slot, value, is_update = planned
-                templates = SLOTS[slot].updates if is_update else SLOTS[slot].statements
-                text = rng.choice(templates).format(v=value)
-                keys = [value]
+                text = planned.text
+                keys = [planned.key] if planned.key else []
             elif rng.random() < 0.12:
                 text = rng.choice(DISTRACTORS).format(
                     other=rng.choice(others), city=rng.choice(distractor_values["city"]),
@@ -261,8 +369,9 @@ def generate_conversation(
             uid = f"c{index}-m{counter:04d}"
             counter += 1
             session_msgs.append(Message(uid, s, "user", text, t, keys))
-            if planned is not None:
-                evidence_of[planned[0]].append((uid, planned[1]))
+            if planned is not None and planned.key:
+                evidence_of.setdefault(planned.group, []).append((uid, planned.key))
+                when_of[uid] = t
             t += timedelta(minutes=1)
             reply = rng.choice(ASSISTANT_FILLERS).format(thing=rng.choice(things))
             session_msgs.append(Message(f"c{index}-m{counter:04d}", s, "assistant", reply, t))
@@ -271,7 +380,7 @@ def generate_conversation(
         out_sessions.append(session_msgs)
     questions: list[Question] = []
     for slot, spec in SLOTS.items():
-        items = evidence_of[slot]
+        items = evidence_of.get(slot, [])
         if not items:
             continue
         latest_id, latest_value = items[-1]
@@ -285,9 +394,17 @@ def generate_conversation(
             )
         )
     for (a, b), text in MULTI:
-        if evidence_of[a] and evidence_of[b]:
+        if evidence_of.get(a) and evidence_of.get(b):
             ev = [Evidence(*evidence_of[a][-1]), Evidence(*evidence_of[b][-1])]
             questions.append(Question(f"c{index}-q-{a}+{b}", text, "multi", ev))
+    for hop in hops:
+        bridge, target = evidence_of[f"hop:{hop.name}:bridge"][-1], evidence_of[f"hop:{hop.name}:target"][-1]
+        questions.append(Question(f"c{index}-q-hop-{hop.name}", hop.question, "multi-hop", [Evidence(*bridge), Evidence(*target)],
+                                  answer=target[1]))
+    for event, _, text in events:
+        uid, phrase = evidence_of[f"temporal:{event}"][-1]
+        questions.append(Question(f"c{index}-q-when-{event}", text, "temporal", [Evidence(uid, phrase)],
+                                  answer=resolve_relative(phrase, when_of[uid])))
     conv = Conversation(f"c{index}", f"user-c{index}", out_sessions, questions)
     _check_unique_keys(conv)
     return conv
@@ -301,6 +418,10 @@ def _check_unique_keys(conv: Conversation) -> None:
         for key in keys:
             if key_in_text(key, msg.content) and owners.get(key, msg.message_id) != msg.message_id and key not in msg.keys:
                 raise AssertionError(f"answer {key!r} leaks into {msg.message_id}: {msg.content!r}")
+    for question in conv.questions:  # the card puts the question into the thread: it must not carry an answer
+        for key in keys | {question.answer or ""} - {""}:
+            if key_in_text(key, question.text):
+                raise AssertionError(f"answer {key!r} leaks into question {question.question_id}: {question.text!r}")
 
 
 def key_in_text(key: str, text: str) -> bool:

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import re
+from datetime import datetime, timezone
+
 import numpy as np
 import pytest
-from agentmemory_bench.conversations import generate_conversation, generate_conversations, key_in_text
+from agentmemory_bench.conversations import (
+    SLOTS,
+    generate_conversation,
+    generate_conversations,
+    key_in_text,
+    resolve_relative,
+)
 from agentmemory_bench.data import AGENT_ID, exact_topk, generate_vectors, make_records, record_texts, row_of
 
 
@@ -69,7 +78,7 @@ def test_conversations_are_deterministic_and_well_formed() -> None:
     assert len(by_id) == len(conv.messages) == 60
     assert [m.role for m in conv.messages[:4]] == ["user", "assistant", "user", "assistant"]
     kinds = {q.kind for q in conv.questions}
-    assert {"fact", "update", "multi"} <= kinds
+    assert {"fact", "update", "multi", "multi-hop", "temporal"} <= kinds
     for question in conv.questions:
         for ev in question.evidence:
             # the answer is in its evidence message and nowhere else
@@ -79,8 +88,67 @@ def test_conversations_are_deterministic_and_well_formed() -> None:
             first = next(m for m in conv.messages if key_in_text(stale, m.content))
             latest = by_id[question.evidence[0].message_id]
             assert conv.messages.index(first) < conv.messages.index(latest)  # updates come later
+        for key in [e.key for e in question.evidence] + question.stale_keys:
+            assert not key_in_text(key, question.text)  # the question never gives the answer away
 
 
 def test_too_short_conversations_are_refused() -> None:
     with pytest.raises(ValueError, match="too short"):
         generate_conversation(0, sessions=1, turns_per_session=5)
+
+
+_STOP = set("""a an the i i'm me my you your we our is are am be to of in on at for and or with it it's its
+that this do does did what which who when where how should so now from as by""".split())
+
+
+def content_words(text: str) -> set[str]:
+    words = {w for w in re.findall(r"[a-z][a-z'-]*", text.lower()) if w not in _STOP}
+    return {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words}
+
+
+def test_fact_questions_share_no_content_word_with_their_evidence() -> None:
+    for slot, spec in SLOTS.items():
+        for template in spec.statements + spec.updates:
+            assert not content_words(spec.question) & content_words(template.replace("{v}", "")), (slot, template)
+    conv = generate_conversation(0, seed=1)
+    by_id = {m.message_id: m for m in conv.messages}
+    for q in conv.questions:
+        if q.kind in {"fact", "update"}:
+            assert not content_words(q.text) & content_words(by_id[q.evidence[0].message_id].content), q.text
+
+
+def test_keyword_distractors_share_the_question_words_but_not_the_answer() -> None:
+    conv = generate_conversation(0, seed=2)
+    texts = [m.content for m in conv.messages]
+    for slot, spec in SLOTS.items():
+        assert spec.distractor in texts  # planted in a long conversation
+        assert content_words(spec.question) & content_words(spec.distractor), slot
+    assert not any(m.keys for m in conv.messages if m.content in {s.distractor for s in SLOTS.values()})
+
+
+def test_multi_hop_questions_need_two_different_messages() -> None:
+    conv = generate_conversation(3, seed=0)
+    hops = [q for q in conv.questions if q.kind == "multi-hop"]
+    assert len(hops) == 2
+    by_id = {m.message_id: m for m in conv.messages}
+    for q in hops:
+        bridge, target = q.evidence
+        assert bridge.message_id != target.message_id and q.answer == target.key
+        # the answer is only in the target message; the bridge is what ties it to the question
+        assert not key_in_text(target.key, by_id[bridge.message_id].content)
+
+
+def test_temporal_questions_resolve_relative_dates_against_the_message_time() -> None:
+    conv = generate_conversation(0, seed=0)
+    by_id = {m.message_id: m for m in conv.messages}
+    temporal = [q for q in conv.questions if q.kind == "temporal"]
+    assert len(temporal) == 3 and len({q.evidence[0].key for q in temporal}) == 3
+    for q in temporal:
+        msg = by_id[q.evidence[0].message_id]
+        assert q.text.startswith("When") and key_in_text(q.evidence[0].key, msg.content)
+        assert q.answer == resolve_relative(q.evidence[0].key, msg.timestamp)
+    wednesday = datetime(2025, 3, 19, 9, tzinfo=timezone.utc)
+    assert resolve_relative("three days ago", wednesday) == "2025-03-16"
+    assert resolve_relative("two weeks ago", wednesday) == "2025-03-05"
+    assert resolve_relative("last weekend", wednesday) == "2025-03-15"  # that Saturday
+    assert resolve_relative("last weekend", datetime(2025, 3, 23, tzinfo=timezone.utc)) == "2025-03-15"  # on a Sunday: the one before
