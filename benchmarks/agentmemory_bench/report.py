@@ -377,11 +377,13 @@ def locomo_section(lc: dict[str, Any]) -> list[str]:
         "Evidence recall = evidence turns packed ÷ all evidence turns; all = questions with every evidence turn packed. "
         "Ranked rows pack turns in rank order as `[date] Speaker: text` lines, stopping at the first that does not fit. "
         "Each turn is stored as one message whose content starts with the speaker's name (`Speaker: text`; speaker_a is "
-        "role user, speaker_b role assistant); an image turn carries its caption. The card row adds the question as the "
-        "newest user turn, takes `thread.get_context_card(token_budget=B)` (rule-based extraction on at ingest) and counts "
-        "an evidence turn when its text appears verbatim in the card; the question is then deleted"
-        + (" and the stored thread was verified unchanged." if lc.get("card_restored_thread") else
-           " — **the stored thread was NOT restored exactly**." if lc.get("card_restored_thread") is False else ".")
+        "role user, speaker_b role assistant); an image turn carries its caption."
+        + ("" if lc.get("card_restored_thread") is None else
+           " The card row adds the question as the newest user turn, takes `thread.get_context_card(token_budget=B)` "
+           "(rule-based extraction on at ingest) and counts an evidence turn when its text appears verbatim in the card; "
+           "the question is then deleted"
+           + (" and the stored thread was verified unchanged." if lc["card_restored_thread"] else
+              " — **the stored thread was NOT restored exactly**."))
         + "\n",
     ]
     out += locomo_table(lc)
