@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
-from .config import MemoryExtractionConfig, MemoryRetentionConfig, SearchStrategy, TimeToLiveAnchor
+from .config import MemoryExtractionConfig, MemoryRetentionConfig, TimeToLiveAnchor
 from .effects import Call, Op, run_async, run_sync
 from .embedders import Embedder
 from .errors import Conflict, InvalidArgument, NotFound
@@ -960,7 +960,7 @@ class AgentMemory:
         include_invalid_results: Any = True,
         token_budget: Any = None,
         soft_token_budget: Any = None,
-        strategy: Any = SearchStrategy.VECTOR,
+        strategy: Any = None,
         rerankers: Sequence[Reranker] | None = None,
     ) -> Any:
         """Validate search arguments into a ``SearchQuery`` (shared by client and thread)."""
@@ -992,7 +992,8 @@ class AgentMemory:
         Options: ``agent_id``, ``thread_id``, ``exact_agent_match``, ``exact_thread_match``,
         ``max_results``, ``record_types``, ``metadata_filter``, ``num_hops``,
         ``max_linked_results``, ``include_invalid_results``, ``token_budget``,
-        ``soft_token_budget``, ``strategy`` (vector | keyword | hybrid), ``rerankers``.
+        ``soft_token_budget``, ``strategy`` (vector | keyword | hybrid; default hybrid where the store
+        declares keyword search, else vector), ``rerankers``.
         """
         q = self._client_search(query, user_id, exact_user_match, options)
         return run_sync(search_op(self.store, self.embedder, q))

@@ -33,7 +33,8 @@ class TimeToLiveAnchor(str, Enum):
 
 
 class SearchStrategy(str, Enum):
-    """Vector, keyword (BM25) or hybrid (reciprocal rank fusion of both)."""
+    """Vector, keyword (BM25) or hybrid (both, fused by normalised score; the default wherever the
+    store declares keyword search)."""
 
     VECTOR = "vector"
     KEYWORD = "keyword"

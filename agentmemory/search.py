@@ -20,6 +20,16 @@ from .validation import validate_positive_int, validate_record_type
 
 RRF_K = 60
 MAX_RESULTS_LIMIT = 1000
+HYBRID_VECTOR_WEIGHT = 0.6
+"""Weight of the (min-max normalised) vector score in hybrid fusion; BM25 gets the rest."""
+HYBRID_MIN_CANDIDATES = 50
+"""Each ranking of a hybrid search fetches at least this many candidates before fusion."""
+NEIGHBOUR_WEIGHT = 0.3
+"""Share of its best-scoring neighbour's fused score a message gains (conversational context:
+an answer often sits next to the turn that matches the question)."""
+NEIGHBOUR_SEQ_GAP = 4
+"""Two candidate messages of one thread are neighbours when their sequence numbers are this close
+(records written between turns, such as extracted memories, take sequence numbers too)."""
 Reranker = Callable[[str, list[SearchResult]], list[SearchResult]]
 
 
@@ -30,7 +40,7 @@ class SearchQuery:
     query: str
     filter: RecordFilter
     max_results: int = 10
-    strategy: SearchStrategy = SearchStrategy.VECTOR
+    strategy: SearchStrategy | None = None
     num_hops: int = 0
     max_linked_results: int = 100
     token_budget: int | None = None
@@ -91,7 +101,7 @@ def build_query(
     *,
     filter: RecordFilter,
     max_results: Any = 10,
-    strategy: Any = SearchStrategy.VECTOR,
+    strategy: Any = None,
     num_hops: Any = 0,
     max_linked_results: Any = 100,
     token_budget: Any = None,
@@ -104,10 +114,11 @@ def build_query(
     from .validation import validate_content
 
     validate_content("query", query)
-    try:
-        strategy = SearchStrategy(strategy)
-    except ValueError:
-        raise InvalidArgument("strategy", f"must be vector, keyword or hybrid, got {strategy!r}") from None
+    if strategy is not None:
+        try:
+            strategy = SearchStrategy(strategy)
+        except ValueError:
+            raise InvalidArgument("strategy", f"must be vector, keyword, hybrid or None, got {strategy!r}") from None
     return SearchQuery(
         query=query,
         filter=filter,
@@ -121,23 +132,32 @@ def build_query(
     )
 
 
+def default_strategy(store: MemoryStore) -> SearchStrategy:
+    """The strategy used when none is given: hybrid where the store declares keyword search
+    (measured better on real conversations), vector otherwise."""
+    return SearchStrategy.HYBRID if Capability.KEYWORD_SEARCH in store.capabilities() else SearchStrategy.VECTOR
+
+
 def search_op(store: MemoryStore, embedder: Embedder, q: SearchQuery) -> Op[list[SearchResult]]:
     """The whole pipeline as one effect generator."""
     k = max(q.max_results, q.reranker_max_candidates if q.rerankers else 0)
-    hits: list[Hit]
-    if q.strategy is SearchStrategy.KEYWORD:
+    strategy = q.strategy or default_strategy(store)
+    scored: list[tuple[Record, float | None, float]]
+    if strategy is SearchStrategy.KEYWORD:
         store.require(Capability.KEYWORD_SEARCH)
-        hits = yield Call(store, "keyword_search", (q.query, q.filter, k))
-        scored: list[tuple[Record, float | None, float]] = [(h.record, None, float(h.score or 0.0)) for h in hits]
+        hits: list[Hit] = yield Call(store, "keyword_search", (q.query, q.filter, k))
+        scored = [(h.record, None, float(h.score or 0.0)) for h in hits]
+    elif strategy is SearchStrategy.HYBRID:
+        store.require(Capability.KEYWORD_SEARCH)
+        vectors = yield Call(embedder, "embed", ([q.query],), {"is_query": True})
+        depth = max(k, HYBRID_MIN_CANDIDATES)
+        vec_hits: list[Hit] = yield Call(store, "vector_search", (vectors[0], q.filter, depth))
+        kw_hits: list[Hit] = yield Call(store, "keyword_search", (q.query, q.filter, depth))
+        scored = neighbour_boost(fuse_scores([(HYBRID_VECTOR_WEIGHT, vec_hits), (1.0 - HYBRID_VECTOR_WEIGHT, kw_hits)]))
     else:
         vectors = yield Call(embedder, "embed", ([q.query],), {"is_query": True})
-        vec_hits: list[Hit] = yield Call(store, "vector_search", (vectors[0], q.filter, k))
-        if q.strategy is SearchStrategy.HYBRID:
-            store.require(Capability.KEYWORD_SEARCH)
-            kw_hits: list[Hit] = yield Call(store, "keyword_search", (q.query, q.filter, k))
-            scored = reciprocal_rank_fusion(vec_hits, kw_hits)
-        else:
-            scored = [(h.record, h.distance, 1.0 - float(h.distance or 0.0)) for h in vec_hits]
+        vec_hits = yield Call(store, "vector_search", (vectors[0], q.filter, k))
+        scored = [(h.record, h.distance, 1.0 - float(h.distance or 0.0)) for h in vec_hits]
     results = [
         SearchResult(record=rec, distance=dist, score=score, formatted_content="")
         for rec, dist, score in scored
@@ -165,19 +185,55 @@ def replace_result(result: SearchResult, linked: tuple[LinkedResult, ...]) -> Se
     )
 
 
-def reciprocal_rank_fusion(
-    vector_hits: Sequence[Hit], keyword_hits: Sequence[Hit]
-) -> list[tuple[Record, float | None, float]]:
-    """Fuse two rankings: score = Σ 1/(60 + rank); ties by record id."""
+def hit_score(hit: Hit) -> float:
+    """Higher is better: cosine similarity for vector hits, the BM25 score for keyword hits."""
+    return 1.0 - float(hit.distance) if hit.distance is not None else float(hit.score or 0.0)
+
+
+def fuse_scores(rankings: Sequence[tuple[float, Sequence[Hit]]]) -> list[tuple[Record, float | None, float]]:
+    """Weighted sum of min-max normalised scores (a record missing from a ranking gets 0 there).
+
+    Unlike reciprocal rank fusion it keeps how far apart the candidates are: a weak last hit of
+    one ranking does not count as much as a strong first hit of another. Ties by record id."""
     fused: dict[str, list[Any]] = {}
-    for ranking in (vector_hits, keyword_hits):
-        for rank, hit in enumerate(ranking, start=1):
+    for weight, ranking in rankings:
+        if not ranking:
+            continue
+        scores = [hit_score(h) for h in ranking]
+        low, high = min(scores), max(scores)
+        span = high - low
+        for hit, score in zip(ranking, scores):
             entry = fused.setdefault(hit.record.record_id, [hit.record, None, 0.0])
-            entry[2] += 1.0 / (RRF_K + rank)
+            entry[2] += weight * ((score - low) / span if span > 0 else 1.0)
             if hit.distance is not None:
                 entry[1] = hit.distance
     ordered = sorted(fused.values(), key=lambda e: (-round(e[2], 12), e[0].record_id))
     return [(e[0], e[1], e[2]) for e in ordered]
+
+
+def neighbour_boost(
+    scored: Sequence[tuple[Record, float | None, float]], weight: float = NEIGHBOUR_WEIGHT
+) -> list[tuple[Record, float | None, float]]:
+    """Raise each candidate message by ``weight`` × the fused score of its best candidate
+    neighbour (the nearest candidate message of the same thread on either side, within
+    ``NEIGHBOUR_SEQ_GAP`` sequence numbers), then re-sort. Other records are unchanged."""
+    by_thread: dict[str | None, list[int]] = {}
+    for i, (rec, _, _) in enumerate(scored):
+        if rec.record_type is RecordType.MESSAGE:
+            by_thread.setdefault(rec.thread_id, []).append(i)
+    bonus = [0.0] * len(scored)
+    for members in by_thread.values():
+        members.sort(key=lambda i: scored[i][0].seq)
+        for pos, i in enumerate(members):
+            seq = scored[i][0].seq
+            near = [
+                scored[j][2] for j in (members[pos - 1] if pos else None, members[pos + 1] if pos + 1 < len(members) else None)
+                if j is not None and abs(scored[j][0].seq - seq) <= NEIGHBOUR_SEQ_GAP
+            ]
+            bonus[i] = weight * max(near, default=0.0)
+    boosted = [(rec, dist, score + bonus[i]) for i, (rec, dist, score) in enumerate(scored)]
+    boosted.sort(key=lambda e: (-round(e[2], 12), e[0].record_id))
+    return boosted
 
 
 def apply_budgets(
