@@ -64,6 +64,7 @@ from agentmemory.spi import (
 from agentmemory.validation import stored_metadata
 
 from . import _schema
+from ._keyword import KeywordIndex
 from ._sql import (
     LINK_COLUMNS,
     META_MATCH_UDF,
@@ -257,6 +258,9 @@ class DuckDBStore(MemoryStore):
         self._con: duckdb.DuckDBPyConnection | None = None
         self._vidx: IndexState | None = None
         self._fts: IndexState | None = None
+        self._kw: KeywordIndex | None = None
+        """The current BM25 snapshot as in-process postings (``_keyword``); built with the
+        snapshot, or at the first keyword search after open."""
         self._ef_current: int | None = None
         self._loaded: set[str] = set()
         self._building = 0
@@ -498,6 +502,7 @@ class DuckDBStore(MemoryStore):
             meta = dict(con.execute(f"SELECT key, value FROM {_schema.META_TABLE}").fetchall())
         self._vidx = _index_state(meta, "vidx")
         self._fts = None if analyzer_changed else _index_state(meta, "fts")
+        self._kw = None
         if not self._read_only:
             # snapshot tables a crash left behind (built, never made current)
             current = {s.table for s in (self._vidx, self._fts) if s is not None}
@@ -529,6 +534,7 @@ class DuckDBStore(MemoryStore):
             builder.join()
         with self._lock:
             con, self._con = self._con, None
+            self._kw = None
             if con is not None:
                 for udf in (self._udf, self._terms_udf):
                     with contextlib.suppress(duckdb.Error):
@@ -904,13 +910,14 @@ class DuckDBStore(MemoryStore):
             con = self._conn()
             fts = self._fts
             watermark = 0 if fts is None else fts.watermark
-            indexed: list[Any] = []
+            indexed: list[tuple[str, float]] = []
             clean = self._doc_changes == self._doc_changes_at_build  # nothing changed since the build
             if fts is not None and fts.rows:
                 stale = set() if clean else _stale_ids(con, watermark)
-                sql = _bm25_sql(ident(fts.table), where, k + len(stale))
-                hits = con.execute(sql, [sorted(terms), *params]).fetchall()
-                indexed = [row for row in hits if row[0] not in stale][:k]
+                kw = self._kw
+                if kw is None or kw.table != fts.table:
+                    kw = self._kw = KeywordIndex(con, fts.table)
+                indexed = kw.search(terms, filter, k, stale)
             delta_rows = [] if clean else con.execute(
                 f"SELECT {_COLS} FROM am_records r WHERE r.ver > {int(watermark)} AND r.has_vec AND {where}",
                 params,
@@ -939,7 +946,7 @@ class DuckDBStore(MemoryStore):
                     score = bm25(counts, terms, df, n_docs, avg_len or 1.0)
                     if score > 0:
                         scored.append((*row, score))
-            rows = _merge_with_rows(con, [], indexed + scored, k, ascending=False)
+            rows = _merge_with_rows(con, indexed, scored, k, ascending=False)
             self._maybe_start_builder()
         return [Hit(record=decode_record(row), score=float(row[-1])) for row in rows]
 
@@ -1097,6 +1104,7 @@ class DuckDBStore(MemoryStore):
                     f"PRAGMA create_fts_index('{table}', 'rid', 'terms', stemmer = 'none', stopwords = 'none', "
                     f"ignore = '{_FTS_IGNORE}', strip_accents = 0, lower = 0, overwrite = 1)"
                 )
+            keyword = KeywordIndex(cursor, table) if job == "fts" and rows else None
             state = IndexState(table, int(watermark), int(rows))
             with self._lock:
                 if self._stop.is_set() or self._con is None:
@@ -1113,7 +1121,7 @@ class DuckDBStore(MemoryStore):
                 if job == "vector":
                     self._vidx, self._vec_changes_at_build = state, changes_at_start
                 else:
-                    self._fts, self._doc_changes_at_build = state, changes_at_start
+                    self._fts, self._doc_changes_at_build, self._kw = state, changes_at_start, keyword
                 if old is not None:
                     _drop_snapshot(con, old.table)
         except _Cancelled:
@@ -1228,29 +1236,6 @@ def _stale_ids(con: duckdb.DuckDBPyConnection, watermark: int) -> set[str]:
     """Ids whose snapshot rows (taken at ``watermark``) no longer match the live rows. Filtered
     in Python: as a SQL anti-join it turns a 7 ms HNSW query into a 16 ms one at 100k rows."""
     return {rid for (rid,) in con.execute(f"SELECT DISTINCT rid FROM am_stale WHERE clock > {int(watermark)}").fetchall()}
-
-
-def _bm25_sql(table: str, where: str, k: int) -> str:
-    """Top-k ``(rid, score)`` by BM25 over the fts tables of snapshot ``table``, among its rows
-    that pass ``where`` (stale ones are dropped by the caller). Only documents holding a query term are scored (the
-    fts macro ``match_bm25`` scores every document, and uses a base-10 log). Parameter: the
-    query's analysed terms (a list; the index holds terms as the analyzer wrote them)."""
-    fts = f"fts_main_{table}"
-    return (
-        f"WITH qtok AS (SELECT DISTINCT unnest(?::VARCHAR[]) AS term), "
-        f"qd AS (SELECT d.termid, d.df FROM {fts}.dict d JOIN qtok ON d.term = qtok.term), "
-        f"tf AS (SELECT t.docid, t.termid, count(*) AS tf FROM {fts}.terms t "
-        f"WHERE t.termid IN (SELECT termid FROM qd) GROUP BY t.docid, t.termid), "
-        f"st AS (SELECT num_docs, avgdl FROM {fts}.stats), "
-        f"sc AS (SELECT tf.docid, sum(ln(1 + (st.num_docs - qd.df + 0.5) / (qd.df + 0.5)) * tf.tf * 2.2 "
-        f"/ (tf.tf + 1.2 * (0.25 + 0.75 * d.len / st.avgdl))) AS score "
-        f"FROM tf JOIN qd ON qd.termid = tf.termid JOIN {fts}.docs d ON d.docid = tf.docid CROSS JOIN st "
-        f"GROUP BY tf.docid), "
-        f"hits AS (SELECT {_SNAPSHOT_COLUMNS.replace('r.', 's.')}, sc.score FROM sc "
-        f"JOIN {fts}.docs d ON d.docid = sc.docid JOIN {table} s ON s.rid = d.name) "
-        f"SELECT {_COLS}, r.score FROM hits r WHERE {where} "
-        f"ORDER BY r.score DESC, r.rid LIMIT {int(k)}"
-    )
 
 
 def _merge_with_rows(

@@ -54,6 +54,7 @@ from agentmemory.spi import (
 from . import _sql
 from ._columns import Columns, VectorRow, to_us, unit
 from ._index import ReconcileReport, Snapshots, VectorIndex
+from ._postings import Postings
 
 try:  # POSIX advisory locks; elsewhere the single-process rule is documented, not enforced
     import fcntl
@@ -75,8 +76,6 @@ _ANN_NS_FIXED = 40000.0
 _EF_PER_FETCH = 2.0
 """ef of a scoped ANN fetch, per element fetched: its useful hits sit deep in the unfiltered
 ranking (about k / selectivity), where a beam as wide as the fetch alone loses recall."""
-_TOKENIZE_VS_POSTING = 10
-"""Tokenizing one in-scope document costs about this many FTS5 posting rows."""
 _META_SAMPLE = 64
 """Rows sampled to estimate how selective a metadata filter is before planning."""
 _TIE_MARGIN = 4e-6
@@ -182,6 +181,9 @@ class HnswlibStore(MemoryStore):
         self._lock_fd: int | None = None
         self._cols: Columns | None = None
         self._index: VectorIndex | None = None
+        self._postings: Postings | None = None
+        """Keyword postings (``_postings``): built at the first keyword search, then kept up to
+        date by every write."""
         self._snaps = Snapshots(self._directory)
         self._txn = 0
         self._store_uid = ""
@@ -315,9 +317,6 @@ class HnswlibStore(MemoryStore):
             con.execute("PRAGMA cache_size=-65536")
             _sql.register_functions(con)
             self._prepare_schema(con, dimension, schema_policy)
-            for kind in ("row", "instance"):
-                name = "fts_row" if kind == "row" else "fts_inst"
-                con.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name} USING fts5vocab(main, fts, {kind})")
         except sqlite3.Error as exc:
             raise BackendUnavailable(f"cannot open {db_path}: {exc}") from exc
         self._load_state(dimension)
@@ -428,6 +427,7 @@ class HnswlibStore(MemoryStore):
             except sqlite3.Error as exc:
                 raise BackendUnavailable(f"cannot read {self._directory / DB_FILE}: {exc}") from exc
         self._cols, self._index, self.last_reconcile = state
+        self._postings = None
         self._snaps = snaps
         snaps.remove_orphans(keep=snaps.generation if manifest is not None else None)
         if self._index.unsaved or (self.last_reconcile.source != "snapshot" and self._cols.n):
@@ -511,6 +511,7 @@ class HnswlibStore(MemoryStore):
             self._con = None
         self._index = None
         self._cols = None
+        self._postings = None
         if self._lock_fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self._lock_fd)  # closing the descriptor releases the flock
@@ -674,7 +675,7 @@ class HnswlibStore(MemoryStore):
         else:
             self._drop_vector(con, rid)
             if patch.vector is not None:
-                self._put_vector(con, rid, patch.vector, content)  # type: ignore[arg-type]
+                self._put_vector(con, rid, patch.vector, content)
         touched.add(rid)
 
     def _link(self, con: sqlite3.Connection, link: Link) -> None:
@@ -719,6 +720,10 @@ class HnswlibStore(MemoryStore):
                     stale.append(cols.remove(rid))
             index.delete(stale)
             new_rows = sorted(fresh.values(), key=lambda r: r.label)
+            postings = self._postings
+            if postings is not None:
+                postings.removed(stale)
+                postings.changed(con, [int(row[0]) for row in rows])
             slots = cols.add(new_rows)
             index.add(cols.labels[slots], cols.vectors[slots])
             if index.deleted > max(self._rebuild_min, cols.n):
@@ -889,90 +894,26 @@ class HnswlibStore(MemoryStore):
 
     # ---- keyword search -----------------------------------------------------------------------
     def _keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
+        """BM25 over the in-process postings (``_postings``), scored like the reference."""
         terms = set(self._analyzer.terms(text))  # iterated in the reference's order: identical float sums
         with self._reading() as con:
             cols = self._cols
             assert cols is not None
-            n_docs = cols.n
-            if not terms or n_docs == 0:
+            if not terms or cols.n == 0:
                 return []
-            df: dict[str, int] = {}
-            for term in terms:
-                row = con.execute("SELECT doc FROM temp.fts_row WHERE term = ?", (term,)).fetchone()
-                if row is not None:
-                    df[term] = int(row[0])
-            if not df:
-                return []
-            base = cols.mask(filter)
-            in_scope = None if base is None else np.flatnonzero(base)
-            if in_scope is not None and len(in_scope) * _TOKENIZE_VS_POSTING < sum(df.values()):
-                postings = self._postings_by_tokenizing(con, in_scope, df)
-            else:
-                postings = self._postings_from_fts(con, df)
-            avg_len = cols.total_tokens / n_docs or 1.0
-            scores = np.zeros(n_docs, np.float64)
-            hit = np.zeros(n_docs, bool)
-            for term in terms:
-                if term not in postings:
-                    continue
-                slots, tf = postings[term]
-                idf = math.log(1 + (n_docs - df[term] + 0.5) / (df[term] + 0.5))
-                length = cols.ntok[slots].astype(np.float64)
-                scores[slots] += idf * tf * (_BM25_K1 + 1) / (
-                    tf + _BM25_K1 * (1 - _BM25_B + _BM25_B * length / avg_len)
-                )
-                hit[slots] = True
-            ok = hit & (scores > 0)
-            if base is not None:
-                ok &= base
-            slots = np.flatnonzero(ok)
+            postings = self._postings
+            if postings is None or postings.stale(cols.n):
+                postings = self._postings = Postings(con, cols)
+            slots, scores = postings.score(terms, filter, cols)
             if filter.metadata_filter and len(slots):
-                slots = slots[cols.meta_ok(slots, dict(filter.metadata_filter))]
+                ok = cols.meta_ok(slots, dict(filter.metadata_filter))
+                slots, scores = slots[ok], scores[ok]
             if len(slots) == 0:
                 return []
-            ranked = sorted((-round(float(scores[s]), 6), cols.rids[s], float(scores[s])) for s in slots)[:k]
+            if len(slots) > k:  # the k best and whatever could tie with the k-th after rounding
+                bound = float(np.partition(scores, len(scores) - k)[len(scores) - k]) - 2e-6
+                close = scores >= bound
+                slots, scores = slots[close], scores[close]
+            ranked = sorted((-round(float(v), 6), cols.rids[int(s)], float(v)) for s, v in zip(slots, scores))[:k]
             records = self._fetch(con, [rid for _, rid, _ in ranked])
         return [Hit(record=records[rid], score=score) for _, rid, score in ranked]
-
-    def _postings_from_fts(
-        self, con: sqlite3.Connection, df: dict[str, int]
-    ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """(slots, term frequencies) per term from the FTS5 posting lists."""
-        cols = self._cols
-        assert cols is not None
-        out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        for term in df:
-            rows = con.execute(
-                "SELECT doc, COUNT(*) FROM temp.fts_inst WHERE term = ? GROUP BY doc", (term,)
-            ).fetchall()
-            if rows:
-                pairs = np.array(rows, dtype=np.int64)
-                out[term] = (cols.label_slot[pairs[:, 0]], pairs[:, 1].astype(np.float64))
-        return out
-
-    def _postings_by_tokenizing(
-        self, con: sqlite3.Connection, in_scope: np.ndarray, df: dict[str, int]
-    ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """The same postings restricted to ``in_scope`` slots, by tokenizing their content: cheaper
-        than reading long posting lists when the scope is small and the terms are common."""
-        cols = self._cols
-        assert cols is not None
-        rids = [cols.rids[int(s)] for s in in_scope]
-        rows = con.execute(
-            "SELECT record_id, content FROM records WHERE record_id IN (SELECT value FROM json_each(?))",
-            (_sql.dumps(rids),),
-        ).fetchall()
-        found: dict[str, tuple[list[int], list[float]]] = {term: ([], []) for term in df}
-        slot_of = cols.slot_of
-        for rid, content in rows:
-            counts = Counter(self._analyzer.terms(content))
-            for term, (slots, tfs) in found.items():
-                tf = counts.get(term)
-                if tf:
-                    slots.append(slot_of[rid])
-                    tfs.append(float(tf))
-        return {
-            term: (np.array(slots, np.int64), np.array(tfs, np.float64))
-            for term, (slots, tfs) in found.items()
-            if slots
-        }

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 from agentmemory_hnswlib import HnswlibStore
-from agentmemory_hnswlib import store as hnswlib_store
+from agentmemory_hnswlib import _postings as hnswlib_postings
 from hnswlib_testutil import T0, make_record
 
 from agentmemory.errors import AgentMemoryError
@@ -172,14 +172,19 @@ def _same_hits(got: list, want: list, attr: str) -> None:
     assert np.allclose([getattr(h, attr) for h in got], [getattr(h, attr) for h in want], atol=1e-6)
 
 
-@pytest.mark.parametrize(("seed", "keyword_path"), [(1, "postings"), (2, "tokenize"), (3, "postings"), (4, "tokenize")])
+@pytest.mark.parametrize(("seed", "keyword_path"), [(1, "base"), (2, "overlay"), (3, "base"), (4, "overlay")])
 def test_random_operations_match_the_reference_store(
     tmp_path: Path, seed: int, keyword_path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``keyword_path``: scoped keyword queries read FTS5 posting lists, or (forced here)
-    tokenize the in-scope documents; both must score exactly like the reference."""
-    if keyword_path == "tokenize":
-        monkeypatch.setattr(hnswlib_store, "_TOKENIZE_VS_POSTING", 0)
+    """``keyword_path``: keyword postings rebuilt before every search that follows a write
+    (all from the base segment), or never rebuilt after the first search (every later write
+    scored from the overlay, over masked base entries); both must score exactly like the
+    reference."""
+    if keyword_path == "base":
+        monkeypatch.setattr(hnswlib_postings, "REBUILD_MIN", 0)
+        monkeypatch.setattr(hnswlib_postings, "REBUILD_FRACTION", 0.0)
+    else:
+        monkeypatch.setattr(hnswlib_postings, "REBUILD_MIN", 10**9)
     rnd = random.Random(seed)
     pair = Pair(tmp_path / "db", rnd)
     try:

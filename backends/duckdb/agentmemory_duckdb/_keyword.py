@@ -1,0 +1,237 @@
+"""The BM25 snapshot as in-process postings: what keyword search scores instead of SQL.
+
+The fts extension's tables of a snapshot (``dict``, ``terms``, ``docs``, ``stats``) are read
+once (when the snapshot is built, or at the first keyword search after open) into numpy arrays:
+
+* documents in scope order ``(user_id, thread_id, rid)``, so one user's or one thread's
+  documents are a contiguous range of positions (``user_range`` / ``thread_range``);
+* per term, its postings (document positions, ascending, and term frequencies) in one CSR
+  layout, so the postings of a scope are a slice found by binary search;
+* per document the BM25 length norm ``k1 * (1 - b + b * len / avgdl)`` and the columns the
+  filters read (record type, agent and thread codes, status, seq, expiry, metadata).
+
+A query then touches only the postings of its terms inside its scope: at 100k records a
+user-scoped query costs tens of microseconds here, where the SQL over the fts tables took
+20 ms (README, "Keyword search"). Scores are the reference's Okapi BM25 with the same operation
+order (natural-log idf, k1 = 1.2, b = 0.75), over the snapshot's corpus statistics.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+import numpy as np
+
+from agentmemory.filters import metadata_matches
+from agentmemory.records import RecordStatus, RecordType
+from agentmemory.spi import ANY, RecordFilter
+
+from ._sql import ident, to_micros
+
+K1 = 1.2
+B = 0.75
+_NO_EXPIRY = int(np.iinfo(np.int64).max)
+_ROUND_MARGIN = 2e-6
+"""Scores closer than this to the k-th one may round (6 decimals) to a tie with it."""
+
+
+@dataclass
+class _Codes:
+    """A string column as int codes (``None`` has its own code)."""
+
+    codes: np.ndarray
+    of: dict[str | None, int]
+
+    @classmethod
+    def build(cls, values: list[Any]) -> _Codes:
+        of: dict[str | None, int] = {}
+        setdefault = of.setdefault
+        codes = np.fromiter((setdefault(v, len(of)) for v in values), np.int32, len(values))
+        return cls(codes, of)
+
+    def equal(self, value: Any) -> np.ndarray | None:
+        """Code to compare with, or None when no document holds ``value``."""
+        code = self.of.get(value)
+        return None if code is None else np.int32(code)  # type: ignore[return-value]
+
+
+class KeywordIndex:
+    """Postings, length norms and filter columns of one fts snapshot (immutable)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, table: str) -> None:
+        self.table = table = ident(table)
+        fts = f"fts_main_{table}"
+        docs = con.execute(
+            f"SELECT d.docid, s.rid, s.user_id, s.agent_id, s.thread_id, s.rtype, s.status, s.seq, "
+            f"coalesce(s.expires_us, {_NO_EXPIRY}) AS expires_us, s.metadata, d.len "
+            f"FROM {fts}.docs d JOIN {table} s ON s.rid = d.name "
+            "ORDER BY s.user_id NULLS FIRST, s.thread_id NULLS FIRST, s.rid"
+        ).fetchnumpy()
+        n = len(docs["rid"])
+        self.n = n
+        docid = docs["docid"].astype(np.int64)
+        pos_of_docid = np.full(int(docid.max()) + 1 if n else 1, -1, np.int64)
+        pos_of_docid[docid] = np.arange(n)
+        self.rids: list[str] = docs["rid"].tolist()
+        self.pos_of: dict[str, int] = {rid: i for i, rid in enumerate(self.rids)}
+        lengths = docs["len"].astype(np.float64)
+        # the reference's average: total length / documents, in Python floats
+        self.avg_len = float(sum(int(x) for x in docs["len"])) / n if n else 1.0
+        self.avg_len = self.avg_len or 1.0
+        self.norm = K1 * (1 - B + B * lengths / self.avg_len)
+        users: list[Any] = docs["user_id"].tolist()
+        threads: list[Any] = docs["thread_id"].tolist()
+        self.user_range: dict[Any, tuple[int, int]] = {}
+        self.thread_range: dict[tuple[Any, Any], tuple[int, int]] = {}
+        start = 0
+        for i in range(1, n + 1):
+            if i == n or users[i] != users[start] or threads[i] != threads[start]:
+                self.thread_range[(users[start], threads[start])] = (start, i)
+                lo = self.user_range.get(users[start], (start, i))[0]
+                self.user_range[users[start]] = (lo, i)
+                start = i
+        self.agent = _Codes.build(docs["agent_id"].tolist())
+        self.thread = _Codes.build(threads)
+        self.rtype = _Codes.build(docs["rtype"].tolist())
+        self.status = _Codes.build(docs["status"].tolist())
+        self.seq = docs["seq"].astype(np.int64)
+        self.expires = docs["expires_us"].astype(np.int64)
+        self.meta: list[str | None] = [None if m == "{}" else m for m in docs["metadata"].tolist()]
+        # postings: (termid, position, tf) ordered by term, then position
+        post = con.execute(f"SELECT termid, docid, count(*) AS tf FROM {fts}.terms GROUP BY termid, docid").fetchnumpy()
+        terms = con.execute(f"SELECT termid, term, df FROM {fts}.dict").fetchnumpy()
+        termid = post["termid"].astype(np.int64)
+        position = pos_of_docid[post["docid"].astype(np.int64)]
+        order = np.lexsort((position, termid))
+        self.docs = np.ascontiguousarray(position[order])
+        self.tf = post["tf"].astype(np.float64)[order]
+        n_ids = int(terms["termid"].max()) + 1 if len(terms["termid"]) else 1
+        self.offsets = np.searchsorted(termid[order], np.arange(n_ids + 1))
+        self.term_id: dict[str, int] = dict(zip(terms["term"].tolist(), terms["termid"].astype(np.int64).tolist()))
+        self.df: dict[str, int] = dict(zip(terms["term"].tolist(), terms["df"].astype(np.int64).tolist()))
+
+    # ---- search -----------------------------------------------------------------------------
+    def _range(self, flt: RecordFilter) -> tuple[int, int] | None:
+        """The positions the scope selects (None: no document in it)."""
+        if flt.user_id is ANY:
+            return 0, self.n
+        if flt.thread_id is ANY:
+            return self.user_range.get(flt.user_id)
+        return self.thread_range.get((flt.user_id, flt.thread_id))
+
+    def _keep(self, flt: RecordFilter, pos: np.ndarray) -> np.ndarray:
+        """Which of ``pos`` pass the filter's conditions other than user/thread scope (handled
+        by the range, unless only the thread is given)."""
+        keep = np.ones(len(pos), bool)
+
+        def codes(column: _Codes, values: Iterable[Any]) -> None:
+            wanted = [c for c in (column.of.get(v) for v in values) if c is not None]
+            keep[:] &= np.isin(column.codes[pos], wanted) if wanted else False
+
+        if flt.record_ids is not None:
+            wanted_pos = {p for p in (self.pos_of.get(r) for r in flt.record_ids) if p is not None}
+            keep &= np.fromiter((int(p) in wanted_pos for p in pos), bool, len(pos))
+        if flt.record_types is not None:
+            codes(self.rtype, [RecordType(t).value for t in flt.record_types])
+        if flt.user_id is ANY and flt.thread_id is not ANY:
+            codes(self.thread, [flt.thread_id])
+        if flt.agent_id is not ANY:
+            codes(self.agent, [flt.agent_id])
+        if flt.statuses is not None:
+            codes(self.status, [RecordStatus(s).value for s in flt.statuses])
+        if flt.alive_at is not None:
+            keep &= self.expires[pos] > to_micros(flt.alive_at)
+        if flt.expired_at is not None:
+            keep &= self.expires[pos] <= to_micros(flt.expired_at)
+        if flt.min_seq is not None:
+            keep &= self.seq[pos] >= flt.min_seq
+        if flt.max_seq is not None:
+            keep &= self.seq[pos] < flt.max_seq
+        return keep
+
+    def search(self, terms: set[str], flt: RecordFilter, k: int, stale: set[str]) -> list[tuple[str, float]]:
+        """The best ``k`` ``(rid, score)`` of the snapshot's documents that pass ``flt`` and are
+        not in ``stale``, by (score rounded to 6 decimals, descending; rid), plus any that tie
+        with the k-th after rounding (the caller cuts after merging with the delta)."""
+        span = self._range(flt)
+        if span is None or self.n == 0:
+            return []
+        lo, hi = span
+        scores: np.ndarray | None = None
+        hit: np.ndarray | None = None
+        for term in terms:  # the set's order, as the reference sums: identical floats
+            tid = self.term_id.get(term)
+            if tid is None:
+                continue
+            a, b = int(self.offsets[tid]), int(self.offsets[tid + 1])
+            docs = self.docs[a:b]
+            if lo > 0 or hi < self.n:
+                i, j = np.searchsorted(docs, (lo, hi))
+                docs = docs[i:j]
+                tf = self.tf[a + i:a + j]
+            else:
+                tf = self.tf[a:b]
+            if not len(docs):
+                continue
+            df = self.df[term]
+            idf = math.log(1 + (self.n - df + 0.5) / (df + 0.5))
+            if scores is None or hit is None:
+                scores = np.zeros(hi - lo, np.float64)
+                hit = np.zeros(hi - lo, bool)
+            local = docs - lo
+            scores[local] += idf * tf * (K1 + 1) / (tf + self.norm[docs])
+            hit[local] = True
+        if scores is None or hit is None:
+            return []
+        local = np.flatnonzero(hit)
+        pos = local + lo
+        values = scores[local]
+        keep = self._keep(flt, pos) & (values > 0)
+        if stale:
+            dropped = {p for p in (self.pos_of.get(r) for r in stale) if p is not None}
+            if dropped:
+                keep &= np.fromiter((int(p) not in dropped for p in pos), bool, len(pos))
+        pos, values = pos[keep], values[keep]
+        if flt.metadata_filter:
+            return self._ranked_with_metadata(pos, values, dict(flt.metadata_filter), k)
+        return self._ranked(pos, values, k)
+
+    def _ranked(self, pos: np.ndarray, values: np.ndarray, k: int) -> list[tuple[str, float]]:
+        if len(values) > k:
+            bound = float(np.partition(values, len(values) - k)[len(values) - k]) - _ROUND_MARGIN
+            close = np.flatnonzero(values >= bound)
+            pos, values = pos[close], values[close]
+        rids = self.rids
+        ranked = sorted((-round(float(v), 6), rids[int(p)], float(v)) for p, v in zip(pos, values))
+        return [(rid, v) for _, rid, v in ranked]
+
+    def _ranked_with_metadata(self, pos: np.ndarray, values: np.ndarray, flt: dict[str, Any], k: int) -> list[tuple[str, float]]:
+        """``_ranked`` after the metadata filter (the reference matcher), tested best first until
+        ``k`` documents pass, plus those tying with the k-th."""
+        order = np.argsort(-values, kind="stable")
+        meta = self.meta
+        seen: dict[str | None, bool] = {}
+        out: list[tuple[str, float]] = []
+        cut: float | None = None
+        for i in order:
+            value = float(values[i])
+            if cut is not None and value < cut:
+                break
+            text = meta[int(pos[i])]
+            ok = seen.get(text)
+            if ok is None:
+                ok = seen[text] = metadata_matches(json.loads(text) if text else {}, flt)
+            if ok:
+                out.append((self.rids[int(pos[i])], value))
+                if len(out) == k:
+                    cut = value - _ROUND_MARGIN
+        out.sort(key=lambda pair: (-round(pair[1], 6), pair[0]))
+        return out
+
+
+__all__ = ["KeywordIndex"]

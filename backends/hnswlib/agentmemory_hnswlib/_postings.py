@@ -1,0 +1,231 @@
+"""In-process BM25 postings of an ``HnswlibStore``: what keyword search scores.
+
+A *base* segment is built from the FTS5 bodies (the analyzer's terms, space-joined) of every
+document at one moment: documents get positions in scope order (user, thread, seq), so one
+user's or one thread's documents are a contiguous range, and each term's postings (positions
+ascending, term frequencies) lie in one CSR layout; a scoped query reads only the slice of each
+query term's postings inside its range (binary search). Documents written or changed after the
+base was built live in a small *overlay* (label → term counts, from their new FTS5 bodies) and
+their base entries are masked out; removed documents are masked out too (labels are never
+reused). When the overlay and the masked entries outgrow ``rebuild_at`` the base is rebuilt
+(at the next keyword search). Scores are the reference's Okapi BM25 with its operation order.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from agentmemory.records import RecordStatus, RecordType
+from agentmemory.spi import ANY, RecordFilter
+
+from ._columns import STATUS_CODE, TYPE_CODE, Columns, to_us
+
+K1 = 1.2
+B = 0.75
+REBUILD_MIN = 2_000
+REBUILD_FRACTION = 0.05
+"""The base is rebuilt when overlay documents plus masked base entries exceed
+``max(REBUILD_MIN, REBUILD_FRACTION * documents)``."""
+
+
+class Postings:
+    """Base segment (CSR by term over scope-ordered positions) plus overlay; see the module."""
+
+    def __init__(self, con: sqlite3.Connection, cols: Columns) -> None:
+        n = cols.n
+        slots = np.lexsort((cols.seq[:n], cols.thread[:n], cols.user[:n]))
+        labels = cols.labels[:n][slots]
+        self.labels = labels
+        """label of each base position"""
+        self.user = cols.user[:n][slots].copy()
+        self.thread = cols.thread[:n][slots].copy()
+        self.pos_of_label = np.full(int(labels.max()) + 1 if n else 1, -1, np.int64)
+        self.pos_of_label[labels] = np.arange(n)
+        self.valid = np.ones(n, bool)
+        self.masked = 0
+        self.overlay: dict[int, Counter[str]] = {}
+        bodies = dict(con.execute("SELECT rowid, body FROM fts").fetchall())
+        term_id: dict[str, int] = {}
+        ids: list[int] = []
+        counts = np.zeros(n, np.int64)
+        setdefault = term_id.setdefault
+        for pos, label in enumerate(labels.tolist()):
+            words = (bodies.get(label) or "").split()
+            counts[pos] = len(words)
+            ids.extend(setdefault(w, len(term_id)) for w in words)
+        tids = np.array(ids, np.int64)
+        pos_of_token = np.repeat(np.arange(n, dtype=np.int64), counts)
+        self.docs, self.tf, self.offsets = _csr(tids, pos_of_token, n, len(term_id))
+        self.term_id = term_id
+        self._ranges(n)
+
+    def _ranges(self, n: int) -> None:
+        self.user_range: dict[int, tuple[int, int]] = {}
+        self.thread_range: dict[tuple[int, int], tuple[int, int]] = {}
+        if not n:
+            return
+        change = np.flatnonzero((self.user[1:] != self.user[:-1]) | (self.thread[1:] != self.thread[:-1])) + 1
+        starts = np.concatenate([[0], change]).tolist()
+        ends = np.concatenate([change, [n]]).tolist()
+        users, threads = self.user[starts].tolist(), self.thread[starts].tolist()
+        for lo, hi, u, t in zip(starts, ends, users, threads):
+            self.thread_range[(u, t)] = (lo, hi)
+            first = self.user_range.get(u, (lo, hi))[0]
+            self.user_range[u] = (first, hi)
+
+    # ---- maintenance --------------------------------------------------------------------------
+    def stale(self, size: int) -> bool:
+        """True when the base should be rebuilt (``size``: live documents)."""
+        return len(self.overlay) + self.masked > max(REBUILD_MIN, REBUILD_FRACTION * size)
+
+    def _mask(self, label: int) -> None:
+        if label < len(self.pos_of_label):
+            pos = self.pos_of_label[label]
+            if pos >= 0 and self.valid[pos]:
+                self.valid[pos] = False
+                self.masked += 1
+
+    def changed(self, con: sqlite3.Connection, labels: Iterable[int]) -> None:
+        """Documents ``labels`` were written or changed: their current FTS5 bodies go to the
+        overlay (their base entries are masked)."""
+        wanted = sorted(set(labels))
+        if not wanted:
+            return
+        bodies = dict(con.execute(
+            "SELECT rowid, body FROM fts WHERE rowid IN (SELECT value FROM json_each(?))",
+            (str(wanted),),
+        ).fetchall())
+        for label in wanted:
+            self._mask(label)
+            self.overlay[label] = Counter((bodies.get(label) or "").split())
+
+    def removed(self, labels: Iterable[int]) -> None:
+        for label in labels:
+            self._mask(label)
+            self.overlay.pop(label, None)
+
+    # ---- search -------------------------------------------------------------------------------
+    def score(self, terms: set[str], flt: RecordFilter, cols: Columns) -> tuple[np.ndarray, np.ndarray]:
+        """(slots, scores) of the live documents holding a query term and passing ``flt``
+        (the metadata filter excepted), with the reference's BM25 over every live document."""
+        n_docs = cols.n
+        avg_len = cols.total_tokens / n_docs or 1.0
+        span = self._range(flt, cols)
+        empty = (np.zeros(0, np.int64), np.zeros(0, np.float64))
+        if span is None:
+            return empty
+        lo, hi = span
+        nbase = len(self.labels)
+        all_valid = self.masked == 0
+        label_slot = cols.label_slot
+        parts: list[tuple[str, float, np.ndarray, np.ndarray]] = []
+        for term in terms:
+            tid = self.term_id.get(term)
+            docs = tf = None
+            df = 0
+            if tid is not None:
+                a, b = int(self.offsets[tid]), int(self.offsets[tid + 1])
+                full = self.docs[a:b]
+                df = len(full) if all_valid else int(np.count_nonzero(self.valid[full]))
+                if lo > 0 or hi < nbase:
+                    i, j = np.searchsorted(full, (lo, hi))
+                    docs, tf = full[i:j], self.tf[a + i:a + j]
+                else:
+                    docs, tf = full, self.tf[a:b]
+                if not all_valid and len(docs):
+                    ok = self.valid[docs]
+                    docs, tf = docs[ok], tf[ok]
+            extra = [(label, c[term]) for label, c in self.overlay.items() if term in c]
+            df += len(extra)
+            if not df:
+                continue
+            idf = math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+            slots = label_slot[self.labels[docs]] if docs is not None and len(docs) else np.zeros(0, np.int64)
+            tfs = tf if tf is not None and len(slots) else np.zeros(0, np.float64)
+            if extra:
+                slots = np.concatenate([slots, label_slot[np.array([e[0] for e in extra], np.int64)]])
+                tfs = np.concatenate([tfs, np.array([e[1] for e in extra], np.float64)])
+            if len(slots):
+                parts.append((term, idf, slots, tfs))
+        if not parts:
+            return empty
+        cand = np.unique(np.concatenate([p[2] for p in parts]))
+        cand = cand[self._keep(flt, cols, cand)]
+        if not len(cand):
+            return empty
+        length = cols.ntok[cand].astype(np.float64)
+        norm = K1 * (1 - B + B * length / avg_len)
+        scores = np.zeros(len(cand), np.float64)
+        for _, idf, slots, tf in parts:  # in the set's order, as the reference sums
+            where = np.searchsorted(cand, slots)
+            inside = where < len(cand)
+            inside[inside] = cand[where[inside]] == slots[inside]
+            w, t = where[inside], tf[inside]
+            scores[w] += idf * t * (K1 + 1) / (t + norm[w])
+        ok = scores > 0
+        return cand[ok], scores[ok]
+
+    def _range(self, flt: RecordFilter, cols: Columns) -> tuple[int, int] | None:
+        if flt.user_id is ANY:
+            return 0, len(self.labels)
+        user = 0 if flt.user_id is None else cols.codes.get(flt.user_id)
+        if user is None:
+            return None
+        if flt.thread_id is ANY:
+            return self.user_range.get(user, (0, 0))
+        thread = 0 if flt.thread_id is None else cols.codes.get(flt.thread_id)
+        if thread is None:
+            return None
+        return self.thread_range.get((user, thread), (0, 0))
+
+    @staticmethod
+    def _keep(flt: RecordFilter, cols: Columns, slots: np.ndarray) -> np.ndarray:
+        """Which of ``slots`` pass ``flt`` (all but the metadata filter)."""
+        keep = np.ones(len(slots), bool)
+
+        def codes(column: np.ndarray, wanted: list[Any]) -> None:
+            nonlocal keep
+            keep &= np.isin(column[slots], [c for c in wanted if c is not None])
+
+        if flt.record_ids is not None:
+            wanted = {s for s in (cols.slot_of.get(r) for r in flt.record_ids) if s is not None}
+            keep &= np.fromiter((int(s) in wanted for s in slots), bool, len(slots))
+        if flt.record_types is not None:
+            codes(cols.rtype, [TYPE_CODE[RecordType(t)] for t in flt.record_types])
+        for name, column in (("user_id", cols.user), ("agent_id", cols.agent), ("thread_id", cols.thread)):
+            want = getattr(flt, name)
+            if want is not ANY:
+                codes(column, [0 if want is None else cols.codes.get(want)])
+        if flt.statuses is not None:
+            codes(cols.status, [STATUS_CODE[RecordStatus(s)] for s in flt.statuses])
+        if flt.alive_at is not None:
+            keep &= cols.expires[slots] > to_us(flt.alive_at)
+        if flt.expired_at is not None:
+            keep &= cols.expires[slots] <= to_us(flt.expired_at)
+        if flt.min_seq is not None:
+            keep &= cols.seq[slots] >= flt.min_seq
+        if flt.max_seq is not None:
+            keep &= cols.seq[slots] < flt.max_seq
+        return keep
+
+
+def _csr(tids: np.ndarray, pos: np.ndarray, n: int, n_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Postings of tokens (term id, position): positions per term ascending, their term
+    frequencies, and per term id the offset of its postings."""
+    if not len(tids):
+        return np.zeros(0, np.int64), np.zeros(0, np.float64), np.zeros(n_terms + 1, np.int64)
+    key = tids * max(n, 1) + pos
+    key.sort()
+    starts = np.concatenate([[0], np.flatnonzero(key[1:] != key[:-1]) + 1])
+    tf = np.diff(np.concatenate([starts, [len(key)]])).astype(np.float64)
+    first = key[starts]
+    term = first // max(n, 1)
+    docs = first - term * max(n, 1)
+    offsets = np.searchsorted(term, np.arange(n_terms + 1))
+    return docs, tf, offsets
