@@ -1,9 +1,12 @@
 """Building the context card (SPEC §6) and thread summaries (SPEC §4).
 
 Retrieval is driven by three queries — the newest user turn (the question being answered), the
-running summary and the topics — each run as vector and keyword search and fused by reciprocal
-rank. Memory-like records and profiles come from the thread's user/agent across threads;
-messages only from this thread, never from the excluded or rendered tail.
+running summary and the topics — each run as vector and keyword search. Memory-like records and
+profiles come from the thread's user/agent across threads; messages only from this thread, never
+from the excluded or rendered tail. All candidates, whatever their type, are ranked together by
+one fused relevance score (``search.fuse_scores``), so a group of weak matches cannot fill the card
+just because it is a separate group. With a ``token_budget`` and no ``max_relevant_results`` the
+budget decides how many results the card holds.
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ from .errors import InvalidArgument
 from .extraction.pipeline import stored_summary_op, summarize_op
 from .filters import validate_metadata_filter
 from .records import MEMORY_TYPES, Record, RecordStatus, RecordType, SearchResult, Summary
-from .search import RRF_K, statuses_for, validate_budget
+from .search import HYBRID_VECTOR_WEIGHT, fuse_scores, neighbour_boost, statuses_for, validate_budget
 from .spi import Capability, Hit, Order, RecordFilter
+from .summarize import extractive_summary
 from .tokens import estimate_tokens, truncate_to_tokens
 from .validation import RESERVED_METADATA_KEY, validate_positive_int
 
@@ -32,6 +36,10 @@ CARD_TYPES = frozenset({*MEMORY_TYPES, RecordType.MESSAGE})
 """Keys accepted by ``min_relevant_results_by_type``."""
 MEMORY_SCOPE_TYPES = MEMORY_TYPES | {RecordType.USER, RecordType.AGENT}
 DEFAULT_MAX_RELEVANT = 5
+BUDGET_MAX_RELEVANT = 300
+"""Candidates fetched when a ``token_budget`` (and no ``max_relevant_results``) sizes the card."""
+SUMMARY_TOKENS = 250
+"""Length of the offline summary when no budget limits it."""
 QUERY_CHARS = 1500
 """Longest text used as one retrieval query (embedders truncate near 512 tokens anyway)."""
 SUMMARY_BUDGET_SHARE = 1 / 3
@@ -40,8 +48,6 @@ CONTEXT_QUERY_WEIGHT = 0.5
 """Weight of the summary and topic queries next to the newest user turn (the question) in fusion."""
 QUESTION_LOOKBACK = 20
 """How many recent messages are searched for the newest user turn."""
-MESSAGE_WEIGHT = 0.5
-"""Weight of the message ranking when fused with the memory ranking in the all-types search."""
 CONTEXT_CARD_TOKEN_LIMIT = 100_000
 _STOP = set(
     "the a an and or but if then than that this these those is are was were be been being to of in on at for "
@@ -70,17 +76,6 @@ def keyword_topics(texts: Sequence[str], n: int = 5) -> list[str]:
         if len(topics) == n:
             break
     return topics
-
-
-def extractive_summary(messages: Sequence[Record], limit_chars: int = 160) -> str:
-    """Offline summary: the given messages as ``role: text`` lines, each clipped."""
-    lines = []
-    for msg in messages:
-        text = " ".join(msg.content.split())
-        if len(text) > limit_chars:
-            text = text[: limit_chars - 1] + "…"
-        lines.append(f"{msg.role}: {text}")
-    return "\n".join(lines)
 
 
 def _window_op(thread: Thread, limit: int) -> Op[list[Record]]:
@@ -115,10 +110,11 @@ def _summary_for_range_op(thread: Thread, except_last: int, fallback_count: int)
         rows: list[Record] = yield Call(thread.client.store, "query", (flt,))
         output = yield from summarize_op(llm, "", rows, CONTEXT_CARD_TOKEN_LIMIT)
         return Summary(content=output.summary, topics=tuple(output.topics[:8]), last_message_seq=boundary)
-    tail = derived[-fallback_count:] if fallback_count > 0 else []
+    if fallback_count <= 0:
+        return Summary(revision=-1, content="", last_message_seq=boundary)
     return Summary(
         revision=-1,  # marks an extractive (not model-written) summary
-        content=extractive_summary(tail),
+        content=extractive_summary(derived[-fallback_count:], SUMMARY_TOKENS),
         last_message_seq=boundary,
     )
 
@@ -142,26 +138,35 @@ def _offline_topics_op(thread: Thread, derived: Sequence[Record]) -> Op[list[str
 
 
 def _ranked_op(
-    thread: Thread, queries: Sequence[str], weights: Sequence[float], vectors: Any, flt: RecordFilter, k: int
+    thread: Thread, queries: Sequence[str], weights: Sequence[float], vectors: Any, groups: Sequence[RecordFilter], k: int
 ) -> Op[list[Hit]]:
-    """Vector + keyword rankings of every query (embedded once per card), fused by weighted
-    reciprocal rank (ties by id)."""
+    """One ranking over every group (e.g. the user's memories and this thread's messages): per
+    query, the groups' vector hits merged by distance and their keyword hits merged by BM25 score,
+    then all fused by normalised score (``search.fuse_scores``, queries weighted), with
+    neighbouring messages of strong matches raised (``search.neighbour_boost``)."""
     store = thread.client.store
     keyword = Capability.KEYWORD_SEARCH in store.capabilities()
     rankings: list[tuple[float, list[Hit]]] = []
     for i, text in enumerate(queries):
-        rankings.append((weights[i], (yield Call(store, "vector_search", (vectors[i], flt, k)))))
-        if keyword and text.strip():
-            rankings.append((weights[i], (yield Call(store, "keyword_search", (text, flt, k)))))
-    fused: dict[str, list[Any]] = {}
-    for weight, ranking in rankings:
-        for rank, hit in enumerate(ranking, start=1):
-            entry = fused.setdefault(hit.record.record_id, [hit, 0.0])
-            entry[1] += weight / (RRF_K + rank)
-            if entry[0].distance is None and hit.distance is not None:
-                entry[0] = hit
-    ordered = sorted(fused.values(), key=lambda e: (-round(e[1], 12), e[0].record.record_id))
-    return [Hit(record=e[0].record, distance=e[0].distance, score=e[1]) for e in ordered]
+        vec: list[Hit] = []
+        kw: list[Hit] = []
+        for flt in groups:
+            vec += yield Call(store, "vector_search", (vectors[i], flt, k))
+            if keyword and text.strip():
+                kw += yield Call(store, "keyword_search", (text, flt, k))
+        vec.sort(key=lambda h: (float(h.distance or 0.0), h.record.record_id))
+        kw.sort(key=lambda h: (-float(h.score or 0.0), h.record.record_id))
+        if kw:
+            rankings += [(weights[i] * HYBRID_VECTOR_WEIGHT, vec[:k]), (weights[i] * (1 - HYBRID_VECTOR_WEIGHT), kw[:k])]
+        else:
+            rankings.append((weights[i], vec[:k]))
+    best_distance: dict[str, float | None] = {}
+    for _, ranking in rankings:
+        for hit in ranking:
+            if hit.distance is not None:
+                best_distance.setdefault(hit.record.record_id, hit.distance)
+    fused = neighbour_boost(fuse_scores(rankings))
+    return [Hit(record=rec, distance=best_distance.get(rec.record_id, dist), score=score) for rec, dist, score in fused]
 
 
 def _typed_search_op(
@@ -169,26 +174,16 @@ def _typed_search_op(
     message_max_seq: int | None, k: int,
 ) -> Op[list[Hit]]:
     """Search memory-like/profile types in the user/agent scope and messages in this thread
-    (below ``message_max_seq``), fuse, and rerank each result set separately."""
+    (below ``message_max_seq``) as one ranking, then apply the rerank plugins."""
     groups = []
     mem_types = types & MEMORY_SCOPE_TYPES
     if mem_types:
         groups.append(replace(base, record_types=mem_types))
     if RecordType.MESSAGE in types and (message_max_seq is None or message_max_seq > 0):
         groups.append(replace(base, record_types=frozenset({RecordType.MESSAGE}), thread_id=thread.thread_id, max_seq=message_max_seq))
-    rankings: list[tuple[float, list[Hit]]] = []
-    for flt in groups:
-        # distilled memories outrank raw messages at equal rank: they are the durable facts
-        weight = MESSAGE_WEIGHT if flt.record_types == frozenset({RecordType.MESSAGE}) else 1.0
-        rankings.append((weight, (yield from _ranked_op(thread, queries, weights, vectors, flt, k))))
-    if len(rankings) == 1:
-        hits = rankings[0][1]
-    else:
-        scores: dict[str, list[Any]] = {}
-        for weight, ranking in rankings:
-            for rank, hit in enumerate(ranking, start=1):
-                scores.setdefault(hit.record.record_id, [hit, 0.0])[1] += weight / (RRF_K + rank)
-        hits = [Hit(record=e[0].record, distance=e[0].distance, score=e[1]) for e in sorted(scores.values(), key=lambda e: (-round(e[1], 12), e[0].record.record_id))]
+    if not groups:
+        return []
+    hits = yield from _ranked_op(thread, queries, weights, vectors, groups, k)
     results = [SearchResult(record=h.record, distance=h.distance, score=float(h.score or 0.0), formatted_content="") for h in hits]
     query = queries[0] if queries else ""
     for rerank in thread.client.rerankers:
@@ -197,14 +192,42 @@ def _typed_search_op(
     return [Hit(record=r.record, distance=r.distance, score=r.score) for r in results]
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def _normalised(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def unrepeated(hits: Sequence[Hit], summary: str) -> list[Hit]:
+    """``hits`` without those whose text the card already shows: a record whose sentences the
+    summary quotes, or one with the same text as an earlier hit (a memory that restates a message)."""
+    quoted = _normalised(summary)
+    seen: set[str] = set()
+    out = []
+    for hit in hits:
+        text = _normalised(hit.record.content)
+        sentences = [s for s in _SENTENCE_END.split(text) if len(s) >= 12]
+        if text in seen or (quoted and any(s in quoted for s in sentences)):
+            continue
+        seen.add(text)
+        out.append(hit)
+    return out
+
+
 def fit_card(
-    renderer: Any, parts: CardParts, candidates: Sequence[SearchResult], budget: int | None, soft: int | None
+    renderer: Any, parts: CardParts, candidates: Sequence[SearchResult], budget: int | None, soft: int | None,
+    transcript: int | None = None,
 ) -> CardParts:
     """Fill ``parts`` with relevant results in order while the rendered card stays within the
     hard ``budget`` (the summary gets at most a third of it, and is shortened further if the card
     is over budget without any results);
     with a ``soft`` budget, stop after the result that reaches it. The raw tail messages the
-    caller asked for are never cut, so only they can exceed a hard budget."""
+    caller asked for are never cut, so only they can exceed a hard budget. With ``transcript``
+    (the tokens of the messages the card replaces) the summary never outgrows them (messages it
+    quotes are not repeated as results: ``unrepeated``)."""
+    if transcript is not None and estimate_tokens(parts.summary) > transcript:
+        parts = parts.model_copy(update={"summary": truncate_to_tokens(parts.summary, transcript)})
     if budget is not None and estimate_tokens(parts.summary) > budget * SUMMARY_BUDGET_SHARE:
         # under a budget, question-relevant information outranks the running summary
         parts = parts.model_copy(update={"summary": truncate_to_tokens(parts.summary, int(budget * SUMMARY_BUDGET_SHARE))})
@@ -286,12 +309,15 @@ def context_card_op(
     )
     budget = validate_budget("token_budget", token_budget)
     soft = validate_budget("soft_token_budget", soft_token_budget)
+    if max_relevant_results is None and (budget is not None or soft is not None):
+        limit = max(limit, BUDGET_MAX_RELEVANT)  # the budget, not a count, sizes the card
     statuses = statuses_for(include_invalid_results)
     renderer = thread.client.card_renderer_object()
     tail_n = int(except_last_messages)
     recent_n = int(max_recent_messages)
     # a window wide enough to find the newest user turn behind a run of assistant/tool turns
-    window = yield from _window_op(thread, tail_n + max(recent_n, int(fallback_message_count), QUESTION_LOOKBACK))
+    wanted = tail_n + max(recent_n, int(fallback_message_count), QUESTION_LOOKBACK)
+    window = yield from _window_op(thread, wanted)
     derived = window[: len(window) - tail_n] if tail_n else window
     recent_msgs = window[-recent_n:] if recent_n else []
     summary = yield from _summary_for_range_op(thread, tail_n, int(fallback_message_count))
@@ -300,7 +326,8 @@ def context_card_op(
         topics = yield from _offline_topics_op(thread, derived)
     # the question being answered steers retrieval even when it sits in the raw tail; the tail
     # itself is never summarised or returned as relevant information
-    newest_user = next((m.content for m in reversed(window) if m.role == "user"), "")
+    question = next((m for m in reversed(window) if m.role == "user"), None)
+    newest_user = question.content if question is not None else ""
     weighted = [(newest_user, 1.0), (summary.content[:QUERY_CHARS], CONTEXT_QUERY_WEIGHT), (" ".join(topics), CONTEXT_QUERY_WEIGHT)]
     queries = [q for q, _ in weighted if q.strip()]
     weights = [w for q, w in weighted if q.strip()]
@@ -308,25 +335,31 @@ def context_card_op(
         user_id=thread.user_id, agent_id=thread.agent_id, statuses=statuses, metadata_filter=metadata_filter,
     )
     chosen: dict[str, Hit] = {}
+    # the question is the query, not information about it; text already in the summary (or in an
+    # earlier result) is not repeated
+    skip = {question.record_id} if question is not None else set()
+
+    def usable(hits: list[Hit]) -> list[Hit]:
+        return unrepeated([h for h in hits if h.record.record_id not in skip], summary.content)
+
     if queries and limit:
         # messages shown raw (or excluded as the external tail) are never "relevant information"
         shown = (window[-tail_n:] if tail_n else []) + recent_msgs
-        if summary.revision < 0:  # an extractive summary already quotes its messages verbatim
-            shown += derived[-int(fallback_message_count):] if int(fallback_message_count) else []
         message_max_seq = min((m.seq for m in shown), default=None)
         vectors = yield Call(thread.client.embedder, "embed", (queries,), {"is_query": True})
+        spare = 1 + int(fallback_message_count)  # hits that ``usable`` may drop: the question, quoted messages
         per_type = [
-            _typed_search_op(thread, queries, weights, vectors, frozenset({t}), base, message_max_seq, max(n, 1))
+            _typed_search_op(thread, queries, weights, vectors, frozenset({t}), base, message_max_seq, max(n, 1) + spare)
             for t, n in mins.items() if n > 0
         ]
-        all_types = _typed_search_op(thread, queries, weights, vectors, CARD_TYPES | {RecordType.USER}, base, message_max_seq, limit)
+        all_types = _typed_search_op(thread, queries, weights, vectors, CARD_TYPES | {RecordType.USER}, base, message_max_seq, limit + spare)
         concurrency = thread.context_card_type_search_concurrency
         results: list[list[Hit]] = yield Gather(tuple([*per_type, all_types]), limit=concurrency)
         for (_type, count), hits in zip([(t, n) for t, n in mins.items() if n > 0], results[:-1]):
-            for hit in hits[:count]:
+            for hit in usable(hits)[:count]:
                 if len(chosen) < limit:
                     chosen.setdefault(hit.record.record_id, hit)
-        for hit in results[-1]:
+        for hit in usable(results[-1]):
             if len(chosen) >= limit:
                 break
             chosen.setdefault(hit.record.record_id, hit)
@@ -337,7 +370,11 @@ def context_card_op(
         chosen = {r.record_id: Hit(record=r, score=0.0) for r in newest}
     candidates = [
         SearchResult(record=h.record, distance=h.distance, score=float(h.score or 0.0), formatted_content=renderer.item(h.record))
-        for h in chosen.values()
+        for h in unrepeated(list(chosen.values()), "")
     ]
-    parts = fit_card(renderer, CardParts(topics=tuple(topics[:8]), summary=summary.content, recent_messages=tuple(recent_msgs)), candidates, budget, soft)
+    transcript = None
+    if len(window) < wanted:  # the whole thread is in the window: the card never outgrows it
+        transcript = sum(estimate_tokens(f"{m.role}: {m.content}") for m in derived)
+    parts = CardParts(topics=tuple(topics[:8]), summary=summary.content, recent_messages=tuple(recent_msgs))
+    parts = fit_card(renderer, parts, candidates, budget, soft, transcript)
     return ContextCard(**parts.model_dump(), content=renderer(parts))

@@ -22,6 +22,8 @@ RRF_K = 60
 MAX_RESULTS_LIMIT = 1000
 HYBRID_VECTOR_WEIGHT = 0.6
 """Weight of the (min-max normalised) vector score in hybrid fusion; BM25 gets the rest."""
+FUSION_FLOOR = 0.05
+"""The normalised score of a ranking's weakest hit: being found at all counts a little."""
 HYBRID_MIN_CANDIDATES = 50
 """Each ranking of a hybrid search fetches at least this many candidates before fusion."""
 NEIGHBOUR_WEIGHT = 0.3
@@ -191,7 +193,8 @@ def hit_score(hit: Hit) -> float:
 
 
 def fuse_scores(rankings: Sequence[tuple[float, Sequence[Hit]]]) -> list[tuple[Record, float | None, float]]:
-    """Weighted sum of min-max normalised scores (a record missing from a ranking gets 0 there).
+    """Weighted sum of min-max normalised scores, mapped to [FUSION_FLOOR, 1] for a record in a
+    ranking (so every hit scores above 0) and 0 for a record missing from it.
 
     Unlike reciprocal rank fusion it keeps how far apart the candidates are: a weak last hit of
     one ranking does not count as much as a strong first hit of another. Ties by record id."""
@@ -204,7 +207,7 @@ def fuse_scores(rankings: Sequence[tuple[float, Sequence[Hit]]]) -> list[tuple[R
         span = high - low
         for hit, score in zip(ranking, scores):
             entry = fused.setdefault(hit.record.record_id, [hit.record, None, 0.0])
-            entry[2] += weight * ((score - low) / span if span > 0 else 1.0)
+            entry[2] += weight * (FUSION_FLOOR + (1.0 - FUSION_FLOOR) * ((score - low) / span if span > 0 else 1.0))
             if hit.distance is not None:
                 entry[1] = hit.distance
     ordered = sorted(fused.values(), key=lambda e: (-round(e[2], 12), e[0].record_id))

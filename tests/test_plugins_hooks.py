@@ -238,8 +238,8 @@ def test_plugin_card_renderer_by_name(pm: PluginManager, made: list[AgentMemory]
 def test_renderer_object_is_used_directly(made: list[AgentMemory]) -> None:
     client = client_with(made, card_renderer=PlainRenderer(), memory_extraction_config={"extract_memories": False})
     thread = client.create_thread(thread_id="t", user_id="u")
-    thread.add_messages([{"role": "user", "content": "hello"}])
-    assert thread.get_context_card().content.startswith("SUMMARY: user: hello")
+    thread.add_messages([{"role": "user", "content": "hello, my parcel never arrived"}])
+    assert thread.get_context_card().content.startswith("SUMMARY: user: hello, my parcel never arrived")
 
 
 # ---- MMR ------------------------------------------------------------------------------------------

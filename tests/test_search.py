@@ -478,7 +478,7 @@ def test_score_fusion_keeps_margins_not_just_ranks():
     fused = {rec.record_id: score for rec, _, score in fuse_scores([(0.6, vec), (0.4, kw)])}
     # b is nearly best in both lists: it beats a (best vector, no keyword match) and c (best keyword, far vector)
     assert max(fused, key=fused.__getitem__) == "b"
-    assert fused["a"] == pytest.approx(0.6) and fused["d"] == pytest.approx(0.0)
+    assert fused["a"] == pytest.approx(0.6) and fused["d"] == pytest.approx(0.4 * 0.05)  # the floor: found counts
     dist = {rec.record_id: d for rec, d, _ in fuse_scores([(0.6, vec), (0.4, kw)])}
     assert dist["b"] == 0.11 and dist["d"] is None  # vector distances are kept
 

@@ -387,7 +387,8 @@ class ClientStrategyTests:
     @requires(Capability.KEYWORD_SEARCH)
     def test_keyword_and_hybrid_strategies(self, memory: ClientApi) -> None:
         """Keyword search finds exact words the vector side may rank low; hybrid fuses both
-        (reciprocal rank fusion) and keeps each record once; scope holds for both."""
+        (by normalised score) and keeps each record once, every hit scoring above 0; scope holds
+        for both."""
         memory.add_memory("the invoice number is ZX-4471", user_id="u", memory_id="invoice")
         memory.add_memory("prefers window seats on trains", user_id="u", memory_id="seats")
         memory.add_memory("the invoice number is ZX-4471", user_id="v", memory_id="other-user")
