@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .analysis import DEFAULT_LANGUAGE, Analyzer
 from .records import Record
 from .tokens import CHARS_PER_TOKEN, estimate_tokens
 
@@ -32,18 +33,10 @@ DAMPING = 0.85
 _SENTENCE = re.compile(r"(?:[^.!?\n]|[.!?](?=[\w@/-]))+[.!?]*")
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9'_-]*")
 _SPECIFIC = re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]+|\d")
-_STOPWORDS = frozenset(
-    """a about above after again against all am an and any are aren't as at be because been before being below
-    between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each few for
-    from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself him himself
-    his how how's i i'd i'll i'm i've if in into is isn't it it's its itself just let's me more most mustn't my myself
-    no nor not now of off ok okay on once only or other ought our ours ourselves out over own same shan't she she'd
-    she'll she's should shouldn't so some such than thank thanks that that's the their theirs them themselves then
-    there there's these they they'd they'll they're they've this those through to too under until up very was wasn't
-    we we'd we'll we're we've were weren't what what's when when's where where's which while who who's whom why why's
-    will with won't would wouldn't yes yeah you you'd you'll you're you've your yours yourself yourselves also really
-    sure great good nice well oh hi hello hey please lol haha get got just like one""".split()
+_FILLERS = frozenset(
+    "yes yeah ok okay sure great good nice well oh hi hello hey please thank thanks lol haha get got like one also really".split()
 )
+"""Chat fillers that carry no content, on top of the analyzer's stop words."""
 
 
 @dataclass
@@ -56,14 +49,10 @@ class _Sentence:
 
 
 def _terms(text: str) -> list[str]:
-    out = []
-    for token in _TOKEN.findall(text.lower()):
-        if token in _STOPWORDS or len(token) < 2:
-            continue
-        if len(token) > 4 and token.endswith("s") and not token.endswith("ss"):
-            token = token[:-1]  # a light plural fold: "trains" ~ "train"
-        out.append(token)
-    return out
+    """Content terms of ``text``: the core keyword analysis (stop words out, Snowball stems)
+    without chat fillers and one-letter words."""
+    words = " ".join(w for w in _TOKEN.findall(text.lower()) if w not in _FILLERS and len(w) > 1)
+    return Analyzer.for_language(DEFAULT_LANGUAGE).terms(words)
 
 
 def _split(messages: Sequence[Record]) -> list[_Sentence]:

@@ -171,7 +171,7 @@ class QualityStore:
             valid = " \n ".join(m.content for m in memories if m.status is RecordStatus.VALID)
             everything = " \n ".join(m.content for m in memories)
             for question in conv.questions:
-                if question.kind == "multi":
+                if question.kind in ("multi", "multi-hop", "temporal"):  # not fact slots of their own
                     continue
                 slot = question.question_id.rsplit("-q-", 1)[-1]
                 for ev in question.evidence:
