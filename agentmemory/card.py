@@ -44,8 +44,10 @@ QUERY_CHARS = 1500
 """Longest text used as one retrieval query (embedders truncate near 512 tokens anyway)."""
 SUMMARY_BUDGET_SHARE = 1 / 3
 """The share of a card's hard token budget the summary may take."""
-CONTEXT_QUERY_WEIGHT = 0.5
-"""Weight of the summary and topic queries next to the newest user turn (the question) in fusion."""
+CONTEXT_QUERY_WEIGHT = 0.1
+"""Weight of the summary and topic queries next to the newest user turn (the question) in fusion.
+On the LoCoMo dev split (100-question sample, 2,000 tokens) the card's evidence recall was 0.49
+at 0.5, 0.63 at 0.15 and 0.65 at 0: the question is what the card must answer."""
 QUESTION_LOOKBACK = 20
 """How many recent messages are searched for the newest user turn."""
 CONTEXT_CARD_TOKEN_LIMIT = 100_000
