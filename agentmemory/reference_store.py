@@ -6,7 +6,6 @@ makes the core testable without a database. Data lives in memory; ``memory://`` 
 
 from __future__ import annotations
 
-import math
 import threading
 from collections import Counter
 from collections.abc import Sequence
@@ -15,6 +14,7 @@ from datetime import datetime
 import numpy as np
 
 from .analysis import Analyzer
+from .bm25 import bm25
 from .errors import Conflict, InvalidArgument, NotFound
 from .filters import metadata_matches
 from .records import Link, Record
@@ -230,22 +230,6 @@ class InMemoryStore(MemoryStore):
                 hits.append(Hit(record=rec, score=score))
         hits.sort(key=lambda h: (-round(h.score or 0.0, 6), h.record.record_id))
         return hits[:k]
-
-
-def bm25(
-    counts: Counter[str], terms: set[str], df: dict[str, int], n_docs: int, avg_len: float,
-    k1: float = 1.2, b: float = 0.75,
-) -> float:
-    """Okapi BM25 of one document for a set of query terms."""
-    length = sum(counts.values())
-    score = 0.0
-    for term in terms:
-        tf = counts.get(term, 0)
-        if not tf:
-            continue
-        idf = math.log(1 + (n_docs - df[term] + 0.5) / (df[term] + 0.5))
-        score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg_len))
-    return score
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:

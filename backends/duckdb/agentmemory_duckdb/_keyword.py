@@ -19,7 +19,6 @@ order (natural-log idf, k1 = 1.2, b = 0.75), over the snapshot's corpus statisti
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -27,14 +26,13 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from agentmemory.bm25 import idf, length_norm, term_score
 from agentmemory.filters import metadata_matches
 from agentmemory.records import RecordStatus, RecordType
 from agentmemory.spi import ANY, RecordFilter
 
 from ._sql import ident, to_micros
 
-K1 = 1.2
-B = 0.75
 _NO_EXPIRY = int(np.iinfo(np.int64).max)
 _ROUND_MARGIN = 2e-6
 """Scores closer than this to the k-th one may round (6 decimals) to a tie with it."""
@@ -83,7 +81,7 @@ class KeywordIndex:
         # the reference's average: total length / documents, in Python floats
         self.avg_len = float(sum(int(x) for x in docs["len"])) / n if n else 1.0
         self.avg_len = self.avg_len or 1.0
-        self.norm = K1 * (1 - B + B * lengths / self.avg_len)
+        self.norm = length_norm(lengths, self.avg_len)
         users: list[Any] = docs["user_id"].tolist()
         threads: list[Any] = docs["thread_id"].tolist()
         self.user_range: dict[Any, tuple[int, int]] = {}
@@ -178,13 +176,11 @@ class KeywordIndex:
                 tf = self.tf[a:b]
             if not len(docs):
                 continue
-            df = self.df[term]
-            idf = math.log(1 + (self.n - df + 0.5) / (df + 0.5))
             if scores is None or hit is None:
                 scores = np.zeros(hi - lo, np.float64)
                 hit = np.zeros(hi - lo, bool)
             local = docs - lo
-            scores[local] += idf * tf * (K1 + 1) / (tf + self.norm[docs])
+            scores[local] += term_score(idf(self.n, self.df[term]), tf, self.norm[docs])
             hit[local] = True
         if scores is None or hit is None:
             return []

@@ -37,6 +37,7 @@ import numpy as np
 import pyarrow as pa
 
 from agentmemory.analysis import Analyzer, normalize_language
+from agentmemory.bm25 import bm25
 from agentmemory.bulk import ValidatedColumns
 from agentmemory.errors import (
     AgentMemoryError,
@@ -48,7 +49,6 @@ from agentmemory.errors import (
     TransientBackendError,
 )
 from agentmemory.records import Link, Record, RecordStatus
-from agentmemory.reference_store import bm25
 from agentmemory.spi import (
     UNSET,
     Capability,

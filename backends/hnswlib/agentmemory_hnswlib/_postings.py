@@ -13,7 +13,6 @@ reused). When the overlay and the masked entries outgrow ``rebuild_at`` the base
 
 from __future__ import annotations
 
-import math
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable
@@ -21,13 +20,12 @@ from typing import Any
 
 import numpy as np
 
+from agentmemory.bm25 import idf, length_norm, term_score
 from agentmemory.records import RecordStatus, RecordType
 from agentmemory.spi import ANY, RecordFilter
 
 from ._columns import STATUS_CODE, TYPE_CODE, Columns, to_us
 
-K1 = 1.2
-B = 0.75
 REBUILD_MIN = 2_000
 REBUILD_FRACTION = 0.05
 """The base is rebuilt when overlay documents plus masked base entries exceed
@@ -145,14 +143,14 @@ class Postings:
             df += len(extra)
             if not df:
                 continue
-            idf = math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
+            term_idf = idf(n_docs, df)
             slots = label_slot[self.labels[docs]] if docs is not None and len(docs) else np.zeros(0, np.int64)
             tfs = tf if tf is not None and len(slots) else np.zeros(0, np.float64)
             if extra:
                 slots = np.concatenate([slots, label_slot[np.array([e[0] for e in extra], np.int64)]])
                 tfs = np.concatenate([tfs, np.array([e[1] for e in extra], np.float64)])
             if len(slots):
-                parts.append((term, idf, slots, tfs))
+                parts.append((term, term_idf, slots, tfs))
         if not parts:
             return empty
         cand = np.unique(np.concatenate([p[2] for p in parts]))
@@ -160,14 +158,14 @@ class Postings:
         if not len(cand):
             return empty
         length = cols.ntok[cand].astype(np.float64)
-        norm = K1 * (1 - B + B * length / avg_len)
+        norm = length_norm(length, avg_len)
         scores = np.zeros(len(cand), np.float64)
-        for _, idf, slots, tf in parts:  # in the set's order, as the reference sums
+        for _, term_idf, slots, tf in parts:  # in the set's order, as the reference sums
             where = np.searchsorted(cand, slots)
             inside = where < len(cand)
             inside[inside] = cand[where[inside]] == slots[inside]
             w, t = where[inside], tf[inside]
-            scores[w] += idf * t * (K1 + 1) / (t + norm[w])
+            scores[w] += term_score(term_idf, t, norm[w])
         ok = scores > 0
         return cand[ok], scores[ok]
 

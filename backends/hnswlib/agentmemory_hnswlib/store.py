@@ -65,8 +65,6 @@ log = logging.getLogger(__name__)
 
 DB_FILE = "records.sqlite3"
 LOCK_FILE = "LOCK"
-_BM25_K1 = 1.2
-_BM25_B = 0.75
 # Planner cost model (nanoseconds, measured on a 2-vCPU Zen 3 at 100k x 384): an exact scan
 # costs per matching row; an ANN query costs per unit of ef plus a fixed call overhead.
 _EXACT_NS_PER_ROW = 230.0
