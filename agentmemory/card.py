@@ -162,13 +162,7 @@ def _ranked_op(
             rankings += [(weights[i] * HYBRID_VECTOR_WEIGHT, vec[:k]), (weights[i] * (1 - HYBRID_VECTOR_WEIGHT), kw[:k])]
         else:
             rankings.append((weights[i], vec[:k]))
-    best_distance: dict[str, float | None] = {}
-    for _, ranking in rankings:
-        for hit in ranking:
-            if hit.distance is not None:
-                best_distance.setdefault(hit.record.record_id, hit.distance)
-    fused = neighbour_boost(fuse_scores(rankings))
-    return [Hit(record=rec, distance=best_distance.get(rec.record_id, dist), score=score) for rec, dist, score in fused]
+    return [Hit(record=rec, distance=dist, score=score) for rec, dist, score in neighbour_boost(fuse_scores(rankings))]
 
 
 def _typed_search_op(

@@ -206,7 +206,7 @@ def fuse_scores(rankings: Sequence[tuple[float, Sequence[Hit]]]) -> list[tuple[R
         for hit, score in zip(ranking, scores):
             entry = fused.setdefault(hit.record.record_id, [hit.record, None, 0.0])
             entry[2] += weight * (FUSION_FLOOR + (1.0 - FUSION_FLOOR) * ((score - low) / span if span > 0 else 1.0))
-            if hit.distance is not None:
+            if entry[1] is None and hit.distance is not None:  # the first vector ranking's distance
                 entry[1] = hit.distance
     ordered = sorted(fused.values(), key=lambda e: (-round(e[2], 12), e[0].record_id))
     return [(e[0], e[1], e[2]) for e in ordered]
