@@ -256,10 +256,14 @@ def load_tokenizer() -> Tokenizer:
     return Tokenizer("agentmemory.tokens.estimate_tokens (chars / 3.5)", estimate_tokens)
 
 
-def render_turn(record: Record) -> str:
+def render_line(timestamp: datetime, content: str) -> str:
     """``[8 May 2023] Speaker: text``: how a packed turn appears in the prompt."""
-    ts = record.timestamp
-    return f"[{ts.day} {ts:%B %Y}] {record.content}"
+    return f"[{timestamp.day} {timestamp:%B %Y}] {content}"
+
+
+def render_turn(record: Record) -> str:
+    """A stored turn as packed (``render_line``)."""
+    return render_line(record.timestamp, record.content)
 
 
 def pack(records: Sequence[Record], budget: int, count: Callable[[str], int], memo: dict[int, int] | None = None) -> tuple[int, int]:
@@ -652,6 +656,5 @@ def run(
 
 
 def render_turn_text(turn: Turn) -> str:
-    """``render_turn`` for a parsed turn (the whole-transcript size)."""
-    ts = turn.timestamp
-    return f"[{ts.day} {ts:%B %Y}] {turn.content}"
+    """A parsed turn as packed (the whole-transcript size)."""
+    return render_line(turn.timestamp, turn.content)
