@@ -140,13 +140,13 @@ def test_phrasings_outside_the_generator(text: str, kind: str, content: str) -> 
 
 
 @pytest.mark.parametrize("text", [
-    "Hey Mel! I love that you chose pottery for your art.",  # a remark about the other person's choice
+    "Hey Sam! I love that you picked woodcarving for your project.",  # a remark about the other person's choice
     "I'm planning a few.",  # a fragment
     "My art is important to me.",  # an opinion, and first person in the object
     "I love your painting, the colors are so vivid!",
     "I like it when you send pictures of your garden.",
     "My friend loves jazz, she goes to concerts every week.",  # someone else
-    "Caroline said she loves the new cafe downtown.",  # reported speech
+    "Priya said she loves the new cafe downtown.",  # reported speech
     "If I moved to Denver I'd need a car.",  # hypothetical
     "I'd love it if we moved to Portugal someday.",
     "I think I'd prefer the beach this year.",  # hedge
