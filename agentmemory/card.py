@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .card_model import CardParts, ContextCard
 from .effects import Call, Gather, Op
+from .embedders.base import embed_op
 from .errors import InvalidArgument
 from .extraction.pipeline import stored_summary_op, summarize_op
 from .filters import validate_metadata_filter
@@ -342,7 +343,7 @@ def context_card_op(
         # messages shown raw (or excluded as the external tail) are never "relevant information"
         shown = (window[-tail_n:] if tail_n else []) + recent_msgs
         message_max_seq = min((m.seq for m in shown), default=None)
-        vectors = yield Call(thread.client.embedder, "embed", (queries,), {"is_query": True})
+        vectors = yield from embed_op(thread.client.embedder, queries, is_query=True)
         spare = 1 + int(fallback_message_count)  # hits that ``usable`` may drop: the question, quoted messages
         per_type = [
             _typed_search_op(thread, queries, weights, vectors, frozenset({t}), base, message_max_seq, max(n, 1) + spare)

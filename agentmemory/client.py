@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .config import MemoryExtractionConfig, MemoryRetentionConfig, TimeToLiveAnchor
 from .effects import Call, Op, run_async, run_sync
 from .embedders import Embedder
+from .embedders.base import embed_op
 from .errors import Conflict, InvalidArgument, NotFound
 from .filters import validate_metadata_filter
 from .ids import new_id, profile_record_id, thread_record_id
@@ -235,8 +236,7 @@ class AgentMemory:
         return rows[0]
 
     def _embed_op(self, texts: Sequence[str]) -> Op[Any]:
-        vectors = yield Call(self.embedder, "embed", (list(texts),))
-        return vectors
+        return (yield from embed_op(self.embedder, texts))
 
     def _delete_op(self, record_ids: Sequence[str], extra: WriteBatch | None = None) -> Op[int]:
         """Delete records (their links go too) and restore targets that lose their last

@@ -11,6 +11,7 @@ from typing import Any
 from .config import SearchStrategy
 from .effects import Call, Op
 from .embedders import Embedder
+from .embedders.base import embed_op
 from .errors import InvalidArgument
 from .formatting import format_record
 from .records import MEMORY_TYPES, SEARCHABLE_TYPES, Link, LinkedResult, Record, RecordStatus, RecordType, SearchResult
@@ -149,13 +150,13 @@ def search_op(store: MemoryStore, embedder: Embedder, q: SearchQuery) -> Op[list
         scored = [(h.record, None, float(h.score or 0.0)) for h in hits]
     elif strategy is SearchStrategy.HYBRID:
         store.require(Capability.KEYWORD_SEARCH)
-        vectors = yield Call(embedder, "embed", ([q.query],), {"is_query": True})
+        vectors = yield from embed_op(embedder, [q.query], is_query=True)
         # each side fetches k, as plain vector search does: deeper lists cost 2-3x per search at 100k
         vec_hits: list[Hit] = yield Call(store, "vector_search", (vectors[0], q.filter, k))
         kw_hits: list[Hit] = yield Call(store, "keyword_search", (q.query, q.filter, k))
         scored = neighbour_boost(fuse_scores([(HYBRID_VECTOR_WEIGHT, vec_hits), (1.0 - HYBRID_VECTOR_WEIGHT, kw_hits)]))
     else:
-        vectors = yield Call(embedder, "embed", ([q.query],), {"is_query": True})
+        vectors = yield from embed_op(embedder, [q.query], is_query=True)
         vec_hits = yield Call(store, "vector_search", (vectors[0], q.filter, k))
         scored = [(h.record, h.distance, 1.0 - float(h.distance or 0.0)) for h in vec_hits]
     results = [

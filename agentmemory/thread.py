@@ -17,6 +17,7 @@ from .card_model import ContextCard
 from .client import OMITTED, internal_metadata, parse_timestamp, user_metadata
 from .config import MemoryExtractionConfig, ResolvedExtractionConfig
 from .effects import Call, Op, run_async, run_sync
+from .embedders.base import embed_op
 from .errors import InvalidArgument, NotFound
 from .ids import new_id
 from .records import MEMORY_TYPES, Record, RecordStatus, RecordType, SearchResult, Summary
@@ -141,7 +142,7 @@ class Thread:
                     metadata=dict(msg.metadata),
                 )
             )
-        vectors = yield Call(self.client.embedder, "embed", ([r.content for r in records],))
+        vectors = yield from embed_op(self.client.embedder, [r.content for r in records])
         added: list[Record] = yield Call(
             self.client.store, "write", (WriteBatch(add=[NewRecord(r, v) for r, v in zip(records, vectors)]),)
         )

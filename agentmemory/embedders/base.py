@@ -5,8 +5,13 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+
+from ..effects import Call, Op
+from ..errors import ModelError
+from ..validation import bad_vector_row
 
 
 class Embedder(ABC):
@@ -24,11 +29,13 @@ class Embedder(ABC):
     def _embed(self, texts: list[str], is_query: bool) -> np.ndarray: ...
 
     def embed(self, texts: Sequence[str], *, is_query: bool = False) -> np.ndarray:
-        """Embed ``texts`` into an array of shape (len(texts), dimension), rows unit length."""
+        """Embed ``texts`` into an array of shape (len(texts), dimension), rows unit length.
+        ``ModelError`` when the model answers with the wrong number of rows, the wrong
+        dimension, or a non-finite or all-zero row."""
         items = list(texts)
         if not items:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        out = np.asarray(self._embed(items, is_query), dtype=np.float32)
+        out = checked_embeddings(self, len(items), self._embed(items, is_query))
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return out / norms
@@ -36,3 +43,42 @@ class Embedder(ABC):
     async def aembed(self, texts: Sequence[str], *, is_query: bool = False) -> np.ndarray:
         """Async ``embed`` (runs in a worker thread unless overridden)."""
         return await asyncio.to_thread(self.embed, texts, is_query=is_query)
+
+
+def embed_op(embedder: Any, texts: Sequence[str], *, is_query: bool = False) -> Op[np.ndarray]:
+    """The one place the core calls an embedder (sync or async, through ``Call``): the answer
+    is checked by ``checked_embeddings`` before anything uses it, so an embedder that returns
+    too few rows, the wrong dimension or non-finite values raises ``ModelError`` and nothing
+    is written."""
+    items = list(texts)
+    kwargs = {"is_query": True} if is_query else {}
+    vectors = yield Call(embedder, "embed", (items,), kwargs)
+    return checked_embeddings(embedder, len(items), vectors)
+
+
+def checked_embeddings(embedder: Any, count: int, vectors: Any) -> np.ndarray:
+    """``vectors`` as a float32 ``(count, embedder.dimension)`` matrix of finite, non-zero rows;
+    ``ModelError`` naming the embedder otherwise (a plugin or a server may answer anything)."""
+    name = getattr(embedder, "name", type(embedder).__name__)
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):  # out-of-range values become inf: rejected below
+            matrix = np.asarray(vectors, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"embedder {name!r} returned something that is not a matrix of numbers ({exc})") from None
+    if matrix.ndim != 2 or matrix.shape[0] != count:
+        raise ModelError(f"embedder {name!r} returned {_rows(matrix)} for {count} text(s)")
+    dimension = getattr(embedder, "dimension", None)
+    if count and matrix.shape[1] != dimension:
+        raise ModelError(f"embedder {name!r} returned {matrix.shape[1]}-d vectors, its dimension is {dimension}")
+    bad = bad_vector_row(matrix) if count else None
+    if bad is not None:
+        raise ModelError(f"embedder {name!r} returned an unusable vector for text {bad[0]}: it {bad[1]}")
+    return matrix
+
+
+def _rows(matrix: np.ndarray) -> str:
+    if matrix.ndim == 0:
+        return "a scalar"
+    if matrix.ndim != 2:
+        return f"an array of shape {matrix.shape}"
+    return f"{matrix.shape[0]} vector(s)"

@@ -38,7 +38,8 @@ class OpenAICompatibleEmbedder(Embedder):
         answer = post_json(self.settings, "/embeddings", {"model": self.model, "input": texts})
         try:
             rows = sorted(answer["data"], key=lambda item: item["index"])
-            out = np.asarray([row["embedding"] for row in rows], dtype=np.float32)
+            with np.errstate(over="ignore", invalid="ignore"):  # out-of-range values become inf: rejected by the caller
+                out = np.asarray([row["embedding"] for row in rows], dtype=np.float32)
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"malformed embeddings answer: {exc}") from None
         if out.shape[0] != len(texts):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import MemoryExtractionConfig, MemoryExtractionMode, MemoryLinkExtractionMode, ResolvedExtractionConfig
 from ..effects import Call, Op, run_sync
+from ..embedders.base import embed_op
 from ..errors import AgentMemoryError, InvalidArgument, ModelError
 from ..ids import new_id, summary_record_id
 from ..records import MEMORY_TYPES, Link, LinkType, Record, RecordStatus, RecordType, Summary
@@ -119,7 +120,7 @@ def _save_state_op(client: AgentMemory, thread_id: str, state: dict[str, Any]) -
 
 def past_memories_op(client: AgentMemory, thread: Thread, text: str, k: int = PAST_MEMORY_K, exclude: Sequence[str] = ()) -> Op[list[Record]]:
     """Valid memories of the thread's user and agent most similar to ``text`` (any thread)."""
-    vectors = yield Call(client.embedder, "embed", ([text[:4000]],), {"is_query": True})
+    vectors = yield from embed_op(client.embedder, [text[:4000]], is_query=True)
     flt = client._alive(
         record_types=MEMORY_TYPES,
         user_id=thread.user_id,
@@ -188,7 +189,7 @@ def extract_op(
                 metadata={RESERVED_METADATA_KEY: internal},
             )
         )
-    vectors = yield Call(client.embedder, "embed", ([r.content for r in records],))
+    vectors = yield from embed_op(client.embedder, [r.content for r in records])
     past_by_id = {p.record_id: p for p in past}
     links: list[Link] = []
     linked_pairs: set[frozenset[str]] = set()

@@ -59,6 +59,7 @@ from langgraph.store.base.embed import get_text_at_path, tokenize_path
 from ...client import OMITTED, AgentMemory
 from ...effects import Call, run_async, run_sync
 from ...effects import Op as Effect
+from ...embedders.base import embed_op
 from ...errors import InvalidArgument
 from ...records import MEMORY_TYPES, Record, RecordStatus, RecordType
 from ...spi import ANY, NewRecord, RecordFilter, RecordPatch, ScopeValue, WriteBatch
@@ -431,7 +432,7 @@ class AgentMemoryStore(BaseStore):
             k = min(wanted, MAX_CANDIDATES)
             if not exact:
                 k = min(max((yield Call(self.memory.store, "count", (flt,))), 1), MAX_CANDIDATES)
-            vectors = yield Call(self.memory.embedder, "embed", ([op.query],), {"is_query": True})
+            vectors = yield from embed_op(self.memory.embedder, [op.query], is_query=True)
             hits = yield Call(self.memory.store, "vector_search", (vectors[0], flt, k))
             scored = [(h.record, 1.0 - float(h.distance or 0.0)) for h in hits if keep(h.record)]
             if len(scored) < wanted:  # unindexed matches follow the scored ones, as in LangGraph
@@ -482,7 +483,7 @@ class AgentMemoryStore(BaseStore):
         by_id = {r.record_id: r for r in existing}
         alive = {rid for rid, r in by_id.items() if r.expires_at is None or r.expires_at > now}
         to_embed = [("\n".join(texts)) for _, op, _, texts in plans if op.value is not None and texts]
-        vectors = (yield Call(self.memory.embedder, "embed", (to_embed,))) if to_embed else []
+        vectors: Any = (yield from embed_op(self.memory.embedder, to_embed)) if to_embed else []
         adds: list[NewRecord] = []
         patches: list[RecordPatch] = []
         deletes: list[str] = []
