@@ -197,7 +197,9 @@ class AgentMemory:
     # ---- helpers shared by operations ----------------------------------------------------------
     def expires_at(self, ttl_days: Any, created_at: datetime, timestamp: datetime) -> datetime | None:
         """TTL rules: omitted → store default (else the maximum); None → store maximum or never;
-        every TTL is clamped to the maximum."""
+        every TTL is clamped to the maximum. A TTL that ends past the last representable instant
+        (``datetime.max``, year 9999; e.g. ``ttl_days=1e7``, ``1e308`` or ``10**400`` without a
+        maximum) means never: ``None``, not an ``OverflowError``."""
         retention = self.retention
         if ttl_days is OMITTED:
             days = retention.default_ttl_days if retention.default_ttl_days is not None else retention.max_ttl_days
@@ -211,7 +213,10 @@ class AgentMemory:
         if days is None:
             return None
         anchor = timestamp if retention.ttl_anchor is TimeToLiveAnchor.TIMESTAMP else created_at
-        return anchor + timedelta(days=days)
+        try:
+            return anchor + timedelta(days=days)
+        except OverflowError:  # past year 9999 (or beyond any timedelta): never expires
+            return None
 
     def _alive(self, **kwargs: Any) -> RecordFilter:
         return RecordFilter(alive_at=self.now(), **kwargs)
@@ -642,7 +647,9 @@ class AgentMemory:
         link_type: LinkType | str | None = None,
     ) -> str:
         """Store a memory-like record (memory, fact, guideline, preference); optionally link it to
-        ``memory_id_to_link`` (a lifecycle link invalidates that memory). Returns its id."""
+        ``memory_id_to_link`` (a lifecycle link invalidates that memory). Returns its id.
+        ``ttl_days``: omitted = the store default; None = the store maximum or never; any
+        positive number, clamped to the store maximum (one ending past year 9999 = never)."""
         return run_sync(self._add_memory_op(content, memory_type, user_id, agent_id, thread_id, memory_id, metadata, timestamp, ttl_days, status, memory_id_to_link, link_type))
 
     async def add_memory_async(
@@ -707,7 +714,8 @@ class AgentMemory:
         ttl_days: float | None = OMITTED,
     ) -> Record:
         """Change a memory's content (re-embedded), metadata (replaced), status and/or TTL
-        (``ttl_days`` counts from now; None = the store maximum or never)."""
+        (``ttl_days`` counts from now; None = the store maximum or never; one ending past year
+        9999 = never)."""
         return run_sync(self._update_record_op(memory_id, MEMORY_TYPES, "memory", content, metadata, status, ttl_days=ttl_days))
 
     async def update_memory_async(

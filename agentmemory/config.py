@@ -128,10 +128,12 @@ when ``add_messages`` returns; choose BACKGROUND for latency-sensitive agents)."
 
 class MemoryRetentionConfig(BaseModel):
     """Store-wide TTL rules: ``default_ttl_days`` when a write omits ``ttl_days``; every TTL is
-    clamped to ``max_ttl_days``; ``ttl_anchor`` picks what TTLs count from."""
+    clamped to ``max_ttl_days``; ``ttl_anchor`` picks what TTLs count from. Days are positive
+    finite numbers (None: no default / no maximum); a TTL that would end past year 9999 means
+    the record never expires."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    default_ttl_days: float | None = Field(default=None, gt=0)
-    max_ttl_days: float | None = Field(default=None, gt=0)
+    default_ttl_days: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    max_ttl_days: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     ttl_anchor: TimeToLiveAnchor = TimeToLiveAnchor.CREATED_AT

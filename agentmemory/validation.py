@@ -313,10 +313,22 @@ def validate_positive_int(argument: str, value: Any, *, minimum: int = 1, maximu
 
 
 def validate_ttl_days(argument: str, value: Any) -> float | None:
-    """A positive finite number of days, or None."""
+    """A positive finite number of days, or None. Any size is accepted: an int too large for a
+    float becomes ``math.inf``, and a TTL that ends past the last representable instant (year
+    9999) means the record never expires (``AgentMemory.expires_at``). NaN, infinity, bools and
+    non-numbers are refused."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidArgument(argument, f"must be a positive number of days, got {value!r}")
+    if isinstance(value, int):
+        if value <= 0:
+            raise InvalidArgument(argument, f"must be > 0, got {value}")
+        try:
+            return float(value)
+        except OverflowError:  # beyond any float: beyond any date too
+            return math.inf
+    if not math.isfinite(value):
         raise InvalidArgument(argument, f"must be a positive number of days, got {value!r}")
     if value <= 0:
         raise InvalidArgument(argument, f"must be > 0, got {value}")

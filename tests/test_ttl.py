@@ -3,7 +3,7 @@ to every read at once, and ``purge_expired``."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -157,3 +157,64 @@ def test_retention_config_validation():
     with pytest.raises(InvalidArgument) as err:
         AgentMemory("memory://", embedder=HashingEmbedder(8), retention={"default_ttl_days": 1})
     assert err.value.argument == "retention"
+
+
+HUGE_TTLS = [1e7, 1e308, 10**400, 10**6 * 365]
+
+
+@pytest.mark.parametrize("ttl", HUGE_TTLS, ids=["1e7", "1e308", "10**400", "a million years"])
+async def test_a_ttl_past_year_9999_means_never(mem, client, clock, ttl):
+    """A TTL ending past the last representable instant is clamped to "never expires" (issue
+    #14: it raised a bare OverflowError), in add_memory, update_memory and a thread's add_memory."""
+    rid = await mem.add_memory("kept for ever", user_id="u1", ttl_days=ttl)
+    assert (await mem.get_memory(rid)).expires_at is None
+    short = await mem.add_memory("short lived", user_id="u1", ttl_days=1)
+    assert (await mem.update_memory(short, ttl_days=ttl)).expires_at is None
+    t = await mem.create_thread("t1", user_id="u1")
+    tid = await t.add_memory("thread memory", ttl_days=ttl)
+    assert (await mem.get_memory(tid)).expires_at is None
+    clock.advance(days=365 * 100)
+    assert {r.record_id for r in await mem.list_memories()} == {rid, short, tid}
+
+
+async def test_a_ttl_that_fits_is_kept_exactly_even_near_year_9999(mem, clock):
+    days = (datetime.max.replace(tzinfo=timezone.utc) - clock.now) / timedelta(days=1) - 1
+    rid = await mem.add_memory("almost for ever", user_id="u1", ttl_days=days)
+    expires = (await mem.get_memory(rid)).expires_at
+    assert expires is not None and expires.year == 9999
+
+
+@pytest.mark.parametrize("ttl", HUGE_TTLS[:2] + HUGE_TTLS[3:])
+async def test_huge_store_ttls_mean_never(make_client, twin, ttl):
+    mem = twin(make_client(retention=MemoryRetentionConfig(default_ttl_days=ttl, max_ttl_days=ttl)))
+    rid = await mem.add_memory("defaulted")
+    explicit = await mem.add_memory("explicit", ttl_days=10**400)
+    t = await mem.create_thread("t1")
+    (mid,) = await t.add_messages([{"role": "user", "content": "a message"}])
+    assert (await mem.get_memory(rid)).expires_at is None
+    assert (await mem.get_memory(explicit)).expires_at is None
+    assert (await t.get_message(mid)).expires_at is None
+
+
+async def test_a_huge_ttl_is_still_clamped_to_the_store_maximum(make_client, twin, clock):
+    mem = twin(make_client(retention=MemoryRetentionConfig(max_ttl_days=3)))
+    for ttl in HUGE_TTLS:
+        rid = await mem.add_memory("asks for ever", ttl_days=ttl)
+        assert (await mem.get_memory(rid)).expires_at == clock.now + timedelta(days=3)
+
+
+@pytest.mark.parametrize("ttl", [-(10**400), float("-inf")], ids=["-10**400", "-inf"])
+async def test_bad_huge_ttl_days(mem, client, snapshot, ttl):
+    before = snapshot(client)
+    with pytest.raises(InvalidArgument) as err:
+        await mem.add_memory("x", ttl_days=ttl)
+    assert err.value.argument == "ttl_days"
+    assert snapshot(client) == before
+
+
+def test_retention_config_refuses_infinite_days():
+    from pydantic import ValidationError
+
+    for field in ("default_ttl_days", "max_ttl_days"):
+        with pytest.raises(ValidationError):
+            MemoryRetentionConfig(**{field: float("inf")})
