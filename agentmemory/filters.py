@@ -23,7 +23,16 @@ _MISSING = object()
 
 
 def validate_metadata_filter(flt: Any, argument: str = "metadata_filter") -> None:
-    """Raise ``InvalidArgument`` unless ``flt`` is a well-formed filter."""
+    """Raise ``InvalidArgument`` unless ``flt`` is a well-formed filter, nested at most
+    ``validation.MAX_FILTER_DEPTH`` (128) levels."""
+    from .validation import MAX_FILTER_DEPTH, nested_deeper_than
+
+    if isinstance(flt, Mapping) and nested_deeper_than(flt, MAX_FILTER_DEPTH):
+        raise InvalidArgument(argument, f"is nested deeper than {MAX_FILTER_DEPTH} levels of objects and arrays")
+    _validate_filter(flt, argument)
+
+
+def _validate_filter(flt: Any, argument: str) -> None:
     if not isinstance(flt, Mapping):
         raise InvalidArgument(argument, f"must be a mapping, got {type(flt).__name__}")
     for key, expr in flt.items():
@@ -51,7 +60,7 @@ def _validate_expr(expr: Any, path: str) -> None:
             _validate_json_value(arg, path)
         return
     if isinstance(expr, Mapping):
-        validate_metadata_filter(expr, path)
+        _validate_filter(expr, path)
         return
     _validate_json_value(expr, path)
 

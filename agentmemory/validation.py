@@ -1,6 +1,9 @@
 """Argument validation shared by the client, the SPI and every backend.
 
 Each check raises ``InvalidArgument`` naming the argument, before anything is written.
+Limits: ids 128 characters, content 1,000,000 characters, metadata 1,000,000 bytes as JSON and
+64 levels of nested objects and arrays (``MAX_METADATA_DEPTH``), metadata filters 128 levels
+(``MAX_FILTER_DEPTH``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,12 @@ if TYPE_CHECKING:
 MAX_ID_CHARS = 128
 MAX_CONTENT_CHARS = 1_000_000
 MAX_METADATA_BYTES = 1_000_000
+MAX_METADATA_DEPTH = 64
+"""Deepest nesting of objects and arrays in metadata: the metadata object itself is level 1,
+so ``{"a": {"b": [1]}}`` is 3 levels deep. Deeper metadata is ``InvalidArgument``."""
+MAX_FILTER_DEPTH = 2 * MAX_METADATA_DEPTH
+"""Deepest nesting of a metadata filter (its objects, operators and arrays): room to reach the
+deepest metadata through ``$not`` and array operators."""
 RESERVED_ID_PREFIX = "@"
 """Ids the core makes for threads, profiles and summaries start with this; callers' ids may not."""
 RESERVED_METADATA_KEY = "$agent_memory"
@@ -86,8 +95,9 @@ def validate_content(argument: str, value: Any, *, allow_empty: bool = False) ->
 def validate_metadata(
     argument: str, value: Any, *, allow_reserved: bool = False
 ) -> dict[str, Any]:
-    """Caller metadata: a JSON object with string keys, no NaN, under 1 MB; ``$`` keys reserved.
-    Returns the metadata as it reads back (a plain JSON copy)."""
+    """Caller metadata: a JSON object with string keys, no NaN, under 1 MB, nested at most
+    ``MAX_METADATA_DEPTH`` (64) levels; ``$`` keys reserved. Returns the metadata as it reads
+    back (a plain JSON copy)."""
     if value is None:
         return {}
     return json.loads(metadata_json(argument, value, allow_reserved=allow_reserved))
@@ -105,6 +115,8 @@ def metadata_json(argument: str, value: Any, *, allow_reserved: bool = False) ->
         _check_text(f"{argument} key", key)
         if key.startswith("$") and not (allow_reserved and key == RESERVED_METADATA_KEY):
             raise InvalidArgument(argument, f"key {key!r} is reserved ($-prefixed)")
+    if nested_deeper_than(value, MAX_METADATA_DEPTH):
+        raise InvalidArgument(argument, f"is nested deeper than {MAX_METADATA_DEPTH} levels of objects and arrays")
     try:
         text = _METADATA_ENCODER.encode(value)
     except (TypeError, ValueError) as exc:
@@ -120,6 +132,21 @@ def metadata_json(argument: str, value: Any, *, allow_reserved: bool = False) ->
     except UnicodeEncodeError:
         raise InvalidArgument(argument, "is not valid unicode (lone surrogate)") from None
     return text
+
+
+def nested_deeper_than(value: Any, limit: int) -> bool:
+    """True when ``value`` nests mappings, lists and tuples more than ``limit`` levels (``value``
+    itself is level 1). Iterative, so any depth is measured without a ``RecursionError``; a
+    cyclic value counts as too deep."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        for item in node.values() if isinstance(node, Mapping) else node:
+            if isinstance(item, (Mapping, list, tuple)):
+                stack.append((item, depth + 1))
+    return False
 
 
 def simple_metadata(value: Any) -> bool:
