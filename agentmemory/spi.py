@@ -24,7 +24,15 @@ import numpy as np
 from .bulk import RecordColumns, ValidatedColumns, validate_columns
 from .errors import BackendUnavailable, CapabilityNotSupported, InvalidArgument
 from .records import Link, Record, RecordStatus, RecordType
-from .validation import bad_vector_row, validate_filter, validate_link, validate_new_record, validate_patch
+from .validation import (
+    MAX_WINDOW,
+    bad_vector_row,
+    validate_filter,
+    validate_link,
+    validate_new_record,
+    validate_patch,
+    validate_window,
+)
 
 SPEC_VERSION: Final = "1.0"
 """The version of this SPI and of the conformance suite that checks it."""
@@ -285,11 +293,15 @@ class MemoryStore(ABC):
         limit: int | None = None,
         offset: int = 0,
     ) -> list[Record]:
-        """Records matching ``filter`` in ``order``, after skipping ``offset``, at most ``limit``."""
+        """Records matching ``filter`` in ``order``, after skipping ``offset``, at most ``limit``
+        (windows of any size: clamped by ``validation.MAX_WINDOW``)."""
         self._check_open()
-        _validate_window(limit, offset)
+        limit, offset = validate_window(limit, offset)
         validate_filter(filter)
-        return self._query(filter, _validate_order(order), limit, offset)
+        order = _validate_order(order)
+        if offset >= MAX_WINDOW:
+            return []
+        return self._query(filter, order, limit, offset)
 
     def count(self, filter: RecordFilter) -> int:
         """How many records match ``filter``."""
@@ -362,9 +374,12 @@ class MemoryStore(ABC):
     ) -> list[Record]:
         """Async ``query``."""
         self._check_open()
-        _validate_window(limit, offset)
+        limit, offset = validate_window(limit, offset)
         validate_filter(filter)
-        return await self._aquery(filter, _validate_order(order), limit, offset)
+        order = _validate_order(order)
+        if offset >= MAX_WINDOW:
+            return []
+        return await self._aquery(filter, order, limit, offset)
 
     async def acount(self, filter: RecordFilter) -> int:
         """Async ``count``."""
@@ -537,13 +552,6 @@ def _validate_order(order: Any) -> Order:
 def _validate_k(k: Any) -> None:
     if isinstance(k, bool) or not isinstance(k, int) or k < 1 or k > 10_000:
         raise InvalidArgument("k", f"must be an int in 1..10000, got {k!r}")
-
-
-def _validate_window(limit: Any, offset: Any) -> None:
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-        raise InvalidArgument("limit", f"must be None or an int >= 0, got {limit!r}")
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise InvalidArgument("offset", f"must be an int >= 0, got {offset!r}")
 
 
 def _validate_id_list(name: str, ids: Sequence[str] | None) -> None:

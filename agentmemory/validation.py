@@ -325,8 +325,30 @@ def validate_filter(flt: RecordFilter) -> None:
         value = getattr(flt, name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise InvalidArgument(name, f"must be an int or None, got {value!r}")
+        if value is not None and not SEQ_RANGE[0] <= value <= SEQ_RANGE[1]:
+            raise InvalidArgument(name, f"must be a signed 64-bit int, got {value}")
     if flt.metadata_filter is not None:
         validate_metadata_filter(flt.metadata_filter)
+
+
+MAX_WINDOW = 2**62
+"""Read windows are clamped here: no store holds 2**62 records, so an ``offset`` at or past it is
+past the end (an empty result, without asking the backend) and a ``limit`` at or past it is no
+limit. Backends never see a window their 64-bit integers cannot hold."""
+
+SEQ_RANGE = (-(2**63), 2**63 - 1)
+"""``RecordFilter.min_seq`` / ``max_seq`` bounds: sequence numbers are signed 64-bit."""
+
+
+def validate_window(limit: Any, offset: Any) -> tuple[int | None, int]:
+    """A read window: ``limit`` None or an int >= 0, ``offset`` an int >= 0, any size.
+    Returns them clamped by ``MAX_WINDOW`` (a huge limit becomes None; a huge offset becomes
+    ``MAX_WINDOW``, which the SPI answers with ``[]``)."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise InvalidArgument("limit", f"must be None or an int >= 0, got {limit!r}")
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise InvalidArgument("offset", f"must be an int >= 0, got {offset!r}")
+    return (None if limit is not None and limit >= MAX_WINDOW else limit), min(offset, MAX_WINDOW)
 
 
 def validate_positive_int(argument: str, value: Any, *, minimum: int = 1, maximum: int | None = None) -> int:
