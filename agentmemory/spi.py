@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
+from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
@@ -204,6 +205,18 @@ class MemoryStore(ABC):
         if parts.netloc or parts.path.strip("/") or parts.query:
             raise InvalidArgument("store", f"backend {cls.name!r} takes no location, got {uri!r}")
         return cls()
+
+    @classmethod
+    def in_directory(cls, directory: Path, **options: Any) -> MemoryStore:
+        """A new, unopened store whose data lives under ``directory`` (which need not exist
+        yet; the same directory again reopens the same data): how a tool builds throwaway
+        stores without knowing the constructor, e.g. the conformance suite's zero-code run
+        (``--agentmemory-backend NAME``), which gives every test its own directory.
+        ``options`` are constructor keywords. The default, ``cls(**options)``, fits stores
+        that keep nothing on disk; a backend with a location overrides it (a file or directory
+        under ``directory``; a server backend derives a fresh store name from it), and raises
+        ``BackendUnavailable`` when it cannot build one here (e.g. no server configured)."""
+        return cls(**options)
 
     # ---- lifecycle -------------------------------------------------------------------------
     @property

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="run the suite against the backend registered as NAME (repeatable)")
     group.addoption("--agentmemory-option", action="append", default=[], metavar="KEY=VALUE",
                     help="constructor keyword of the backend (JSON values are decoded); "
-                    "'{tmp}' in a value is replaced by the per-test directory")
+                    "'{tmp}' in a value is replaced by the per-test directory; without one the "
+                    "backend places itself there (Class.in_directory)")
     group.addoption("--agentmemory-uri", default=None, metavar="URI",
                     help="build the backend with Class.from_uri(URI); '{tmp}' is the per-test directory; "
                     "the backend name defaults to the URI scheme")
@@ -72,9 +74,14 @@ class BackendSpec:
     factory: Any = None
 
     def build(self, path: Path) -> Any:
-        """A fresh store for ``path`` ('{tmp}' in the URI and options becomes ``path``)."""
+        """A fresh store for ``path``: from the URI or the options when they place it ('{tmp}'
+        becomes ``path``), else ``Class.in_directory(path, **options)``, so that
+        ``--agentmemory-backend NAME`` alone gives every test its own location. A backend that
+        cannot build a store here (``BackendUnavailable``, e.g. Oracle without
+        ``AGENTMEMORY_ORACLE_DSN``) skips the test with its reason and a warning."""
         if self.factory is not None:
             return self.factory(path)
+        from agentmemory.errors import BackendUnavailable
         from agentmemory.plugins import get_plugin_manager
         from agentmemory.registry import create_store
 
@@ -82,8 +89,22 @@ class BackendSpec:
         cls = get_plugin_manager().load("backends", self.name)
         if self.uri is not None:
             return create_store(cls, uri=self.uri.replace("{tmp}", str(path)))
-        options = {k: v.replace("{tmp}", str(path)) if isinstance(v, str) else v for k, v in self.options.items()}
-        return create_store(cls, **options)
+        if any(isinstance(v, str) and "{tmp}" in v for v in self.options.values()):
+            options = {k: v.replace("{tmp}", str(path)) if isinstance(v, str) else v for k, v in self.options.items()}
+            return create_store(cls, **options)
+        in_directory = getattr(cls, "in_directory", None)
+        if in_directory is None:
+            return create_store(cls, **self.options)
+        try:
+            return in_directory(path, **self.options)
+        except BackendUnavailable as exc:
+            reason = f"backend {self.name!r} built no store: {exc}"
+            warnings.warn(reason, UserWarning, stacklevel=1)
+            pytest.skip(reason)
+        except TypeError as exc:
+            raise pytest.UsageError(
+                f"backend {self.name!r} cannot be built from --agentmemory-option values {sorted(self.options)}: {exc}"
+            ) from None
 
 
 def parse_options(values: list[str]) -> dict[str, Any]:

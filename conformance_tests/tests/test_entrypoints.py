@@ -85,6 +85,85 @@ def test_zero_code_unknown_backend_names_the_installed_ones(pytester: pytest.Pyt
     assert "no backend named 'no-such-backend'" in text and "memory" in text
 
 
+ZERO_CODE_SUBSET = "scope or test_duplicate_ids or test_schema_policies_on_reopen or test_client_data_survives_reopen"
+"""Fast tests that build stores, reopen one at the same location, and run a client over it."""
+
+
+@pytest.mark.parametrize(("backend", "module"), [("duckdb", "agentmemory_duckdb.store"), ("hnswlib", "agentmemory_hnswlib.store")])
+def test_zero_code_run_places_every_built_in_backend_by_itself(pytester: pytest.Pytester, tmp_path: Path, backend: str, module: str) -> None:
+    """``pytest --pyargs agentmemory_conformance --agentmemory-backend NAME`` needs no location:
+    the plugin builds each test's store with ``Class.in_directory(<per-test directory>)``
+    (issue #14: every DuckDB and hnswlib test failed because nobody passed a path)."""
+    pytest.importorskip(module)  # imported before the in-process run, which drops new modules
+    out = tmp_path / "report.json"
+    result = pytester.runpytest_inprocess(
+        "--pyargs", "agentmemory_conformance", "--agentmemory-backend", backend, "--agentmemory-profile", "smoke",
+        "--agentmemory-report-json", str(out), "-k", ZERO_CODE_SUBSET, "-q", "-p", "no:cacheprovider",
+    )
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) == 0 and outcomes.get("errors", 0) == 0, result.outlines[-30:]
+    assert outcomes.get("passed", 0) >= 10 and outcomes.get("skipped", 0) == 0, result.outlines[-30:]
+    [report] = json.loads(out.read_text())["reports"]
+    assert report["backend"]["name"] == backend
+    assert report["clauses"]["9.persistence"]["passed"] >= 1  # reopened at the same per-test location
+
+
+def test_zero_code_run_of_oracle_without_a_dsn_skips_loudly(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Oracle needs a database: without ``AGENTMEMORY_ORACLE_DSN`` every test skips, and the
+    reason says what to set (an unrun suite must never look like a pass)."""
+    pytest.importorskip("agentmemory_oracle.store")
+    monkeypatch.delenv("AGENTMEMORY_ORACLE_DSN", raising=False)
+    result = pytester.runpytest_inprocess(
+        "--pyargs", "agentmemory_conformance", "--agentmemory-backend", "oracle", "--agentmemory-profile", "smoke",
+        "-k", "test_duplicate_ids", "-q", "-rs", "-p", "no:cacheprovider",
+    )
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) == 0 and outcomes.get("failed", 0) == 0 and outcomes.get("skipped", 0) >= 2
+    assert any("AGENTMEMORY_ORACLE_DSN" in line for line in result.outlines), result.outlines[-20:]
+
+
+class _PlacedStore(InMemoryStore):
+    """A throwaway backend that places itself: records where ``in_directory`` put it."""
+
+    name = "placed-probe"
+    seen: list[tuple[Path, dict[str, Any]]] = []
+
+    @classmethod
+    def in_directory(cls, directory: Path, **options: Any) -> _PlacedStore:
+        cls.seen.append((Path(directory), options))
+        return cls()
+
+
+class _PlacedPlugin:
+    from agentmemory.hookspecs import hookimpl
+
+    @hookimpl
+    def agentmemory_register_backends(self, register: Any) -> None:
+        register("placed-probe", _PlacedStore)
+
+
+def test_zero_code_run_gives_each_test_its_own_directory_and_passes_options(pytester: pytest.Pytester) -> None:
+    """Without ``{tmp}`` in a URI or option, the store class places itself in the per-test
+    directory, and ``--agentmemory-option`` values reach ``in_directory`` as keywords."""
+    from agentmemory.plugins import get_plugin_manager
+
+    pm = get_plugin_manager()
+    pm.register(_PlacedPlugin(), name="placed-probe-test")
+    _PlacedStore.seen.clear()
+    try:
+        result = pytester.runpytest_inprocess(
+            "--pyargs", "agentmemory_conformance", "--agentmemory-backend", "placed-probe",
+            "--agentmemory-option", "size=3", "-k", "test_duplicate_ids", "-q", "-p", "no:cacheprovider",
+        )
+    finally:
+        pm.unregister("placed-probe-test")
+    assert result.parseoutcomes().get("passed", 0) == 2, result.outlines[-20:]
+    directories = [d for d, _ in _PlacedStore.seen]
+    assert len(directories) >= 2 and len(set(directories)) == len(directories)  # one per test (sync, async)
+    assert all(d.name == "store" and not d.exists() for d in directories)
+    assert all(options == {"size": 3} for _, options in _PlacedStore.seen)
+
+
 class _OptionsStore(InMemoryStore):
     """A throwaway backend recording the options it was built with."""
 

@@ -297,6 +297,11 @@ class DuckDBStore(MemoryStore):
         except TypeError as exc:
             raise InvalidArgument("store", f"unknown option in {uri!r}: {exc}") from None
 
+    @classmethod
+    def in_directory(cls, directory: Path, **options: Any) -> DuckDBStore:
+        """The store as ``memory.duckdb`` in ``directory`` (created on open)."""
+        return cls(Path(directory) / "memory.duckdb", **options)
+
     @property
     def analyzer(self) -> Analyzer:
         """The keyword analyzer in force (``agentmemory.analysis``): after ``open``, the store's."""

@@ -18,6 +18,7 @@ import os
 import sqlite3
 import threading
 import uuid
+import warnings
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
@@ -116,7 +117,8 @@ def _backend_error(exc: sqlite3.Error) -> BackendError:
 
 
 class HnswlibStore(MemoryStore):
-    """A local, persistent store: SQLite records + an hnswlib cosine index in ``directory``.
+    """A local, persistent store: SQLite records + an hnswlib cosine index in the directory
+    ``path`` (created on open; ``directory=`` is a deprecated alias of ``path``).
 
     ``M``/``ef_construction`` shape new index builds; ``ef_search`` is the minimum search
     breadth (default: by index size, 64 up to 200k vectors, 128 up to 1M, 256 above — measured
@@ -135,8 +137,9 @@ class HnswlibStore(MemoryStore):
 
     def __init__(
         self,
-        directory: str | os.PathLike[str],
+        path: str | os.PathLike[str] | None = None,
         *,
+        directory: str | os.PathLike[str] | None = None,
         M: int = 16,
         ef_construction: int = 200,
         ef_search: int | None = None,
@@ -150,9 +153,14 @@ class HnswlibStore(MemoryStore):
         language: str | None = None,
     ) -> None:
         super().__init__()
-        if not isinstance(directory, (str, os.PathLike)) or not str(directory).strip():
-            raise InvalidArgument("directory", f"must be a non-empty path, got {directory!r}")
-        self._directory = Path(directory).expanduser().resolve()
+        if directory is not None:
+            if path is not None:
+                raise InvalidArgument("directory", "is the deprecated name of path: pass path only")
+            warnings.warn("HnswlibStore(directory=...) is deprecated; use path=...", DeprecationWarning, stacklevel=2)
+            path = directory
+        if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
+            raise InvalidArgument("path", f"must be a non-empty directory path, got {path!r}")
+        self._directory = Path(path).expanduser().resolve()
         self._M = _int_option("M", M, 2, 2048)
         self._ef_construction = _int_option("ef_construction", ef_construction, 1)
         self._ef_search = None if ef_search in (None, "", "auto") else _int_option("ef_search", ef_search, 1)
@@ -212,14 +220,25 @@ class HnswlibStore(MemoryStore):
             raise InvalidArgument("store", f"unknown option(s) {unknown} in {uri!r}; known: {sorted(known)}")
         return cls(location, **options)
 
+    @classmethod
+    def in_directory(cls, directory: Path, **options: Any) -> HnswlibStore:
+        """The store's files directly in ``directory``."""
+        return cls(directory, **options)
+
     @property
     def analyzer(self) -> Analyzer:
         """The keyword analyzer in force (``agentmemory.analysis``): after ``open``, the store's."""
         return self._analyzer
 
     @property
+    def path(self) -> Path:
+        """The directory where the store keeps its files."""
+        return self._directory
+
+    @property
     def directory(self) -> Path:
-        """Where the store keeps its files."""
+        """Deprecated alias of ``path``."""
+        warnings.warn("HnswlibStore.directory is deprecated; use .path", DeprecationWarning, stacklevel=2)
         return self._directory
 
     def capabilities(self) -> frozenset[Capability]:

@@ -22,7 +22,7 @@ def test_registered_through_the_entry_point(tmp_path: Path) -> None:
     assert "hnswlib" in pm.names("backends")
     store = resolve_store(f"hnswlib://{tmp_path}/mem?ef_search=32&exact_threshold=0", pm)
     assert isinstance(store, HnswlibStore)
-    assert store.directory == (tmp_path / "mem").resolve()
+    assert store.path == (tmp_path / "mem").resolve()
     assert store._ef_search == 32 and store._exact_threshold == 0
 
 
@@ -55,12 +55,31 @@ def test_bad_uris_name_the_argument(uri: str, argument: str) -> None:
 
 
 def test_bad_constructor_options(tmp_path: Path) -> None:
-    with pytest.raises(InvalidArgument, match="directory"):
+    with pytest.raises(InvalidArgument) as err:
         HnswlibStore("")
+    assert err.value.argument == "path"
     with pytest.raises(InvalidArgument, match="num_threads"):
         HnswlibStore(tmp_path, num_threads=0)
     with pytest.raises(InvalidArgument, match="checkpoint_min"):
         HnswlibStore(tmp_path, checkpoint_min=0)
+
+
+def test_location_is_path_and_directory_a_deprecated_alias(tmp_path: Path) -> None:
+    """One name for a backend's location: ``path`` (as DuckDB's); ``directory=`` still works,
+    with a DeprecationWarning."""
+    assert HnswlibStore(path=tmp_path / "a").path == (tmp_path / "a").resolve()
+    with pytest.warns(DeprecationWarning, match="path"):
+        old = HnswlibStore(directory=tmp_path / "b")
+    assert old.path == (tmp_path / "b").resolve()
+    with pytest.warns(DeprecationWarning):
+        assert old.directory == old.path
+    with pytest.raises(InvalidArgument) as err:
+        HnswlibStore(tmp_path / "c", directory=tmp_path / "d")
+    assert err.value.argument == "directory"
+    with pytest.raises(InvalidArgument) as err:
+        HnswlibStore()
+    assert err.value.argument == "path"
+    assert HnswlibStore.in_directory(tmp_path / "e", ef_search=32).path == (tmp_path / "e").resolve()
 
 
 def test_capabilities_and_info(open_store: Callable[..., HnswlibStore]) -> None:
@@ -71,7 +90,7 @@ def test_capabilities_and_info(open_store: Callable[..., HnswlibStore]) -> None:
     }
     store.write(WriteBatch(add=[NewRecord(make_record("a"), np.ones(4, np.float32)), NewRecord(make_record("t"), None)]))
     info = store.info()
-    assert (info.name, info.dimension, info.path) == ("hnswlib", 4, str(store.directory))
+    assert (info.name, info.dimension, info.path) == ("hnswlib", 4, str(store.path))
     assert info.extra["records"] == 2 and info.extra["vectors"] == 1
 
 

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
+import uuid
 import warnings
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
@@ -52,6 +54,9 @@ from .errors import map_error
 from .names import StoreNames, store_id_for_key
 
 log = logging.getLogger(__name__)
+
+_PROCESS_RUN = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
+"""Tells this process's ``in_directory`` stores from earlier runs' on the same database."""
 
 MIN_SERVER_MAJOR = 23
 _DB_TYPES = {
@@ -303,6 +308,26 @@ class OracleStore(MemoryStore):
             host_part = f"[{host}]" if ":" in host else host
             port = parts.port or 1521
             options["dsn"] = f"{host_part}:{port}/{service}" if service else f"{host_part}:{port}"
+        return cls(**options)
+
+    @classmethod
+    def in_directory(cls, directory: Any, **options: Any) -> OracleStore:
+        """A store on the database of ``AGENTMEMORY_ORACLE_DSN`` (``AGENTMEMORY_ORACLE_USER``,
+        ``AGENTMEMORY_ORACLE_PASSWORD``) whose tables are derived from ``directory`` and this process
+        (the same directory reopens the same tables; another process, e.g. a later test run
+        reusing a temporary path, gets new ones); ``BackendUnavailable`` when no DSN is set. The
+        tables stay after the process ends: ``drop()`` removes a store's tables."""
+        dsn = os.environ.get("AGENTMEMORY_ORACLE_DSN", "").strip()
+        if not dsn and "dsn" not in options:
+            raise BackendUnavailable(
+                "ORACLE NOT RUN: set AGENTMEMORY_ORACLE_DSN (and AGENTMEMORY_ORACLE_USER, "
+                "AGENTMEMORY_ORACLE_PASSWORD) to build Oracle stores; see backends/oracle/README.md"
+            )
+        options.setdefault("dsn", dsn)
+        options.setdefault("user", os.environ.get("AGENTMEMORY_ORACLE_USER") or None)
+        options.setdefault("password", os.environ.get("AGENTMEMORY_ORACLE_PASSWORD") or None)
+        options.setdefault("pool_min", 0)
+        options.setdefault("memory_store_key", f"in_directory:{_PROCESS_RUN}:{directory}")
         return cls(**options)
 
     # ---- connections ----------------------------------------------------------------------------
