@@ -259,6 +259,8 @@ class DuckDBStore(MemoryStore):
         self._vidx: IndexState | None = None
         self._fts: IndexState | None = None
         self._kw: KeywordIndex | None = None
+        self._kw_terms: dict[str, tuple[int, Counter[str], int]] = {}
+        """Analysed terms of rows written since the BM25 snapshot (``_delta_terms``)."""
         """The current BM25 snapshot as in-process postings (``_keyword``); built with the
         snapshot, or at the first keyword search after open."""
         self._ef_current: int | None = None
@@ -508,6 +510,7 @@ class DuckDBStore(MemoryStore):
         self._vidx = _index_state(meta, "vidx")
         self._fts = None if analyzer_changed else _index_state(meta, "fts")
         self._kw = None
+        self._kw_terms = {}
         if not self._read_only:
             # snapshot tables a crash left behind (built, never made current)
             current = {s.table for s in (self._vidx, self._fts) if s is not None}
@@ -923,37 +926,66 @@ class DuckDBStore(MemoryStore):
                 if kw is None or kw.table != fts.table:
                     kw = self._kw = KeywordIndex(con, fts.table)
                 indexed = kw.search(terms, filter, k, stale)
+            filtered = not is_unfiltered(filter)
             delta_rows = [] if clean else con.execute(
-                f"SELECT {_COLS} FROM am_records r WHERE r.ver > {int(watermark)} AND r.has_vec AND {where}",
+                f"SELECT {_COLS}, r.ver FROM am_records r WHERE r.ver > {int(watermark)} AND r.has_vec AND {where}",
                 params,
             ).fetchall()
             scored: list[Any] = []
             if delta_rows:
-                n_idx, avgdl_idx, df_idx, n_delta_all = 0, 0.0, {}, len(delta_rows)
-                if fts is not None or not is_unfiltered(filter):
-                    schema = f"fts_main_{ident(fts.table)}" if fts is not None and fts.rows else None
-                    stats_sql = f"(SELECT num_docs FROM {schema}.stats), (SELECT avgdl FROM {schema}.stats)" if schema else "0, 0.0"
-                    n_idx, avgdl_idx, n_delta_all = con.execute(  # type: ignore[misc]
-                        f"SELECT {stats_sql}, (SELECT count(*) FROM am_records WHERE has_vec AND ver > {int(watermark)})"
+                n_idx, avgdl_idx, df_idx = 0, 0.0, {}
+                if fts is not None and fts.rows:
+                    schema = f"fts_main_{ident(fts.table)}"
+                    n_idx, avgdl_idx = con.execute(  # type: ignore[misc]
+                        f"SELECT (SELECT num_docs FROM {schema}.stats), (SELECT avgdl FROM {schema}.stats)"
                     ).fetchone()
-                    if schema:
-                        df_idx = dict(
-                            con.execute(f"SELECT term, df FROM {schema}.dict WHERE term IN (SELECT unnest({sql_str_list(sorted(terms))}))").fetchall()
-                        )
-                # corpus statistics: the snapshot's plus the delta's (from the rows seen here,
-                # scaled to the whole delta); with no snapshot and no filter, the reference's own
-                docs = [Counter(analyzer.terms(row[2])) for row in delta_rows]
-                n_docs = int(n_idx) + int(n_delta_all)
-                delta_len = sum(sum(c.values()) for c in docs) * (int(n_delta_all) / len(docs))
+                    df_idx = dict(
+                        con.execute(f"SELECT term, df FROM {schema}.dict WHERE term IN (SELECT unnest({sql_str_list(sorted(terms))}))").fetchall()
+                    )
+                # corpus statistics: the snapshot's plus those of the whole delta (every searchable
+                # row written since, not only the rows this filter passes: a scope must not change
+                # a record's score); with no snapshot, exactly the reference's
+                all_delta = (
+                    [(row[0], row[-1], row[2]) for row in delta_rows] if not filtered else
+                    con.execute(f"SELECT rid, ver, NULL FROM am_records WHERE has_vec AND ver > {int(watermark)}").fetchall()
+                )
+                stats = self._delta_terms(con, all_delta)
+                n_docs = int(n_idx) + len(all_delta)
+                delta_len = sum(stats[rid][2] for rid, _, _ in all_delta)
                 avg_len = (float(avgdl_idx or 0.0) * int(n_idx) + delta_len) / n_docs if n_docs else 1.0
-                df = {t: int(df_idx.get(t, 0)) + sum(1 for c in docs if t in c) for t in terms}
-                for row, counts in zip(delta_rows, docs):
+                df = {t: int(df_idx.get(t, 0)) + sum(1 for rid, _, _ in all_delta if t in stats[rid][1]) for t in terms}
+                for row in delta_rows:
+                    counts = stats[row[0]][1]
+                    row = row[:-1]
                     score = bm25(counts, terms, df, n_docs, avg_len or 1.0)
                     if score > 0:
                         scored.append((*row, score))
             rows = _merge_with_rows(con, indexed, scored, k, ascending=False)
             self._maybe_start_builder()
         return [Hit(record=decode_record(row), score=float(row[-1])) for row in rows]
+
+    def _delta_terms(self, con: duckdb.DuckDBPyConnection, rows: list[tuple[str, int, str | None]]) -> dict[str, tuple[int, Counter[str], int]]:
+        """``rid -> (ver, term counts, length)`` for the delta rows ``(rid, ver, content or
+        None)``: analysed once per row version (content read here when not given), kept until
+        the rows leave the delta (called under the store lock)."""
+        cache = self._kw_terms
+        missing = [rid for rid, ver, _ in rows if (hit := cache.get(rid)) is None or hit[0] != ver]
+        if missing:
+            given = {rid: (ver, text) for rid, ver, text in rows if text is not None}
+            if len(given) < len(rows):
+                given.update({rid: (ver, text) for rid, ver, text in con.execute(
+                    f"SELECT rid, ver, content FROM am_records WHERE rid IN (SELECT unnest({sql_str_list(missing)}))"
+                ).fetchall()})
+            terms = self._analyzer.terms
+            for rid in missing:
+                ver, text = given[rid]
+                counts = Counter(terms(text))
+                cache[rid] = (ver, counts, sum(counts.values()))
+        if len(cache) > 2 * len(rows) + 1_000:  # rows that left the delta (indexed, deleted)
+            live = {rid for rid, _, _ in rows}
+            for rid in [r for r in cache if r not in live]:
+                del cache[rid]
+        return cache
 
     # ---- derived indexes -----------------------------------------------------------------------
     def build_indexes(self, *, force: bool = False) -> dict[str, bool]:
