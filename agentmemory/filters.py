@@ -12,7 +12,6 @@ user-defined function, so every backend evaluates exactly these rules.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -108,11 +107,13 @@ def _match(value: Any, expr: Any) -> bool:
 
 
 def _equal(a: Any, b: Any) -> bool:
-    """JSON equality: bools are not numbers, 1 == 1.0, lists and objects compare deeply."""
+    """JSON equality: bools are not numbers, 1 == 1.0, numbers compare exactly (Python's int
+    and float comparison, so 2**53 + 1 never equals 2**53 or its float), lists and objects
+    compare deeply."""
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return math.isclose(a, b, rel_tol=0, abs_tol=0) or a == b
+        return a == b
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
     if isinstance(a, Mapping) and isinstance(b, Mapping):
