@@ -352,6 +352,33 @@ class MemoryStore(ABC):
         validate_filter(filter)
         return self._keyword_search(text, filter, k)
 
+    # ---- derived indexes (optional) ---------------------------------------------------------
+    def index_thresholds(self) -> dict[str, int]:
+        """The indexes this store keeps beside its records, each with the number of records
+        with a vector from which it is built and searches may use it (its *indexed path*).
+
+        Keys say what an index serves: ``"vector"`` (``vector_search``) and ``"keyword"``
+        (``keyword_search``); a backend may add others. ``{}`` (the default) declares no
+        derived index: every read is answered the same way at any size. The values are this
+        instance's (constructor options may lower them); the conformance suite's index tier fills
+        a store past each one, calls ``settle`` and compares every search with the reference.
+        """
+        return {}
+
+    def settle(self) -> dict[str, bool]:
+        """Bring every index of ``index_thresholds`` up to date now: wait for background
+        builds, build the indexes whose threshold the store has reached, fold pending changes
+        into the built ones. Returns, per index name, whether that index is now built and
+        current (False: the store is below its threshold and searches scan exactly).
+
+        Optional for callers: what a search finds never depends on it, only which path answers
+        (keyword scores of records changed since the last build may use that build's corpus
+        statistics until the next one). Call it after a bulk import to get the fast path at
+        once, or in tests to reach the indexed path deterministically. The default does nothing.
+        """
+        self._check_open()
+        return self._settle()
+
     # ---- async twins --------------------------------------------------------------------------
     async def aopen(
         self, *, dimension: int, schema_policy: SchemaPolicy = SchemaPolicy.CREATE_IF_NECESSARY
@@ -427,6 +454,11 @@ class MemoryStore(ABC):
         validate_filter(filter)
         return await self._akeyword_search(text, filter, k)
 
+    async def asettle(self) -> dict[str, bool]:
+        """Async ``settle``."""
+        self._check_open()
+        return await self._asettle()
+
     # ---- what a backend implements ----------------------------------------------------------
     @abstractmethod
     def _open(self, dimension: int, schema_policy: SchemaPolicy) -> None: ...
@@ -461,6 +493,12 @@ class MemoryStore(ABC):
     def _keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
         raise CapabilityNotSupported(Capability.KEYWORD_SEARCH.value, self.name)
 
+    def _settle(self) -> dict[str, bool]:
+        """Default: no derived index, nothing to bring up to date. A backend that declares
+        ``index_thresholds`` overrides this (and ``_asettle`` when it has a native async
+        driver; the default runs ``_settle`` in a worker thread)."""
+        return {}
+
     async def _awrite(self, batch: WriteBatch) -> list[Record]:
         return await asyncio.to_thread(self._write, batch)
 
@@ -485,6 +523,9 @@ class MemoryStore(ABC):
 
     async def _akeyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
         return await asyncio.to_thread(self._keyword_search, text, filter, k)
+
+    async def _asettle(self) -> dict[str, bool]:
+        return await asyncio.to_thread(self._settle)
 
 
 def _as_batch(columns: ValidatedColumns) -> WriteBatch:
