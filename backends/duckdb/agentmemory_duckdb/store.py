@@ -1010,6 +1010,40 @@ class DuckDBStore(MemoryStore):
                 cursor.close()
         return {"vector": "vector" in jobs, "fts": "fts" in jobs}
 
+    def index_thresholds(self) -> dict[str, int]:
+        """``{"vector": vector_index_min_rows, "keyword": fts_min_rows}`` (no ``"vector"`` with
+        ``vector_index=false``): each snapshot index is built once the store holds that many
+        records with a vector. Past it, keyword search scores the BM25 snapshot and vector
+        search reads the HNSW snapshot (an exact scan of its rows, or the HNSW index itself
+        when the planner picks it: ``planner``, ``exact_max_rows``, ``max_fetch``)."""
+        out = {"keyword": self._fts_min_rows}
+        if self._vector_index:
+            out["vector"] = self._vector_index_min_rows
+        return out
+
+    def _settle(self) -> dict[str, bool]:
+        """Wait for a background build, then build every index that is past its ``*_min_rows``
+        and missing, or built with rows changed since (``build_indexes`` without forcing the
+        indexes of a small store). A read-only store builds nothing; it reports what it has."""
+        if not self._read_only:
+            builder = self._builder
+            if builder is not None:
+                builder.join()
+            with self._build_lock:
+                cursor = self._new_cursor()
+                try:
+                    with self._lock:
+                        jobs = self._due_jobs(explicit=True, settle=True)
+                    for job in jobs:
+                        self._build(cursor, job)
+                finally:
+                    cursor.close()
+        with self._lock:
+            status = {"keyword": self._fts is not None and self._doc_changes == self._doc_changes_at_build}
+            if self._vector_index:
+                status["vector"] = self._vidx is not None and self._vec_changes == self._vec_changes_at_build
+        return status
+
     def wait_for_indexes(self, timeout: float | None = None) -> bool:
         """Wait for a running background build; True when none is running any more."""
         builder = self._builder
@@ -1018,9 +1052,10 @@ class DuckDBStore(MemoryStore):
             return not builder.is_alive()
         return True
 
-    def _due_jobs(self, *, explicit: bool = False, force: bool = False) -> list[str]:
-        """Which indexes to rebuild: explicitly, every stale one (or all with ``force``);
-        automatically, those past ``*_min_rows`` whose stale rows reach ``rebuild_fraction``."""
+    def _due_jobs(self, *, explicit: bool = False, force: bool = False, settle: bool = False) -> list[str]:
+        """Which indexes to rebuild: explicitly, every stale one (or all with ``force``; with
+        ``settle``, a missing one only past its ``*_min_rows``); automatically, those past
+        ``*_min_rows`` whose stale rows reach ``rebuild_fraction``."""
         jobs: list[str] = []
         # the BM25 delta is scored in Python, so it is kept smaller than the vector delta
         candidates = [
@@ -1033,6 +1068,8 @@ class DuckDBStore(MemoryStore):
             if not enabled or self._n_vectors <= 0:
                 continue
             if explicit:
+                if settle and state is None and self._n_vectors < min_rows:
+                    continue
                 if force or state is None or stale > 0:
                     jobs.append(job)
             elif self._n_vectors >= min_rows and stale >= max(
