@@ -171,7 +171,7 @@ class InMemoryStore(MemoryStore):
     def _matching(self, flt: RecordFilter) -> list[Record]:
         with self._lock:
             if flt.record_ids is not None:
-                pool = [self._records[r] for r in flt.record_ids if r in self._records]
+                pool = [self._records[r] for r in dict.fromkeys(flt.record_ids) if r in self._records]
             else:
                 pool = list(self._records.values())
         return [r for r in pool if record_matches(r, flt)]
