@@ -551,6 +551,45 @@ class HnswlibStore(MemoryStore):
             self._index.rebuild(self._cols.labels[:n], self._cols.vectors[:n])
             self._checkpoint(force=True)
 
+    def index_thresholds(self) -> dict[str, int]:
+        """``"vector"``: the graph holds every vector from the first one; a query goes through
+        it from ``exact_threshold + 1`` candidates, or by default from where the cost model
+        prefers it for an unfiltered top-10 (about 930 vectors). ``"keyword"``: the BM25
+        postings, built at the first keyword search and kept current after (base + overlay)."""
+        if self._exact_threshold is not None:
+            vector = self._exact_threshold + 1
+        else:  # the cost model's crossover for k=10 over every vector (fetch = k * overfetch)
+            n = 1
+            while self._prefer_exact(n, 1.0, min(n, math.ceil(10 * self._overfetch)), False):
+                n = n * 2 if n < 1 << 20 else n + (1 << 20)
+            lo = n // 2
+            while lo + 1 < n:  # the smallest n where the ANN path wins
+                mid = (lo + n) // 2
+                if self._prefer_exact(mid, 1.0, min(mid, math.ceil(10 * self._overfetch)), False):
+                    lo = mid
+                else:
+                    n = mid
+            vector = n
+        return {"vector": vector, "keyword": 1}
+
+    def _settle(self) -> dict[str, bool]:
+        """The graph is updated by every write; settling builds the keyword postings (or
+        folds their overlay of changed documents into a fresh base) and snapshots the index
+        when it has unsaved changes, so the next open has nothing to reconcile."""
+        with self._lock:
+            self._usable()
+            con, cols, index = self._con, self._cols, self._index
+            assert con is not None and cols is not None and index is not None
+            postings = self._postings
+            if cols.n and (postings is None or postings.overlay or postings.masked):
+                try:
+                    self._postings = Postings(con, cols)
+                except sqlite3.Error as exc:
+                    raise _backend_error(exc) from exc
+            if index.unsaved:
+                self._checkpoint(force=True)
+            return {"vector": True, "keyword": self._postings is not None}
+
     def _checkpoint(self, force: bool = False) -> None:
         index, cols = self._index, self._cols
         assert index is not None and cols is not None
