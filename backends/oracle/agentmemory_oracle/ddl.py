@@ -291,6 +291,13 @@ def update_meta_version(names: StoreNames) -> str:
     return f"UPDATE {names.meta} SET schema_version = :version, updated_at = :now WHERE meta_id = 1"
 
 
+def sync_text_index(names: StoreNames) -> tuple[str, dict[str, str]]:
+    """Bring the Oracle Text index up to date with every committed row (``settle``). The index
+    is created ``SYNC (ON COMMIT)``, so this is cheap; it also covers an index a DBA recreated
+    with manual or periodic sync. ``CTX_DDL.SYNC_INDEX`` commits on its own."""
+    return "BEGIN CTX_DDL.SYNC_INDEX(:idx); END;", {"idx": names.text_index}
+
+
 def select_indexes(names: StoreNames) -> tuple[str, dict[str, str]]:
     """Which optional indexes exist and are usable (``status`` VALID, domain index not FAILED)."""
     binds = {"v": names.vector_index, "t": names.text_index, "m": names.metadata_index}

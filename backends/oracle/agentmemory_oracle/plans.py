@@ -239,6 +239,19 @@ def _add_links_plan(names: StoreNames, links: Sequence[Link]) -> Plan[None]:
     return None
 
 
+def settle_plan(names: StoreNames, features: set[str] | frozenset[str]) -> Plan[dict[str, bool]]:
+    """``settle``: synchronise the Oracle Text index (when the store has one). The HNSW index
+    needs nothing: DML reaches it through its journal and ``FETCH APPROX`` reads both."""
+    status: dict[str, bool] = {}
+    if "vector_index" in features:
+        status["vector"] = True
+    if "text_index" in features:
+        sql, binds = ddl.sync_text_index(names)
+        yield q.Execute(sql, binds)
+        status["keyword"] = True
+    return status
+
+
 # ---- schema -----------------------------------------------------------------------------------
 @dataclass
 class OpenResult:

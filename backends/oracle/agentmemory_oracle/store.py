@@ -591,6 +591,18 @@ class OracleStore(MemoryStore):
             target_accuracy=self._index_options.target_accuracy,
         )
 
+    def index_thresholds(self) -> dict[str, int]:
+        """``"vector"``: the HNSW index answers (``FETCH APPROX``) from ``exact_search_threshold
+        + 1`` candidates; ``"keyword"``: Oracle Text from the first record. Only the indexes the
+        store has (before ``open``: the ones it will try to create)."""
+        opened = self._schema_version is not None
+        out: dict[str, int] = {}
+        if (opened and "vector_index" in self._features) or (not opened and self._index_options.vector_index):
+            out["vector"] = self._exact_threshold + 1
+        if (opened and "text_index" in self._features) or (not opened and self._index_options.text_index):
+            out["keyword"] = 1
+        return out
+
     # ---- SPI ------------------------------------------------------------------------------------
     def _write(self, batch: WriteBatch) -> list[Record]:
         return list(self._run(plans.write_plan(self._names, batch, self._analyzer), "write", write=True))
@@ -610,6 +622,9 @@ class OracleStore(MemoryStore):
     def _keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
         return list(self._run(plans.keyword_plan(self._names, text, filter, k, self._analyzer), "keyword search"))
 
+    def _settle(self) -> dict[str, bool]:
+        return dict(self._run(plans.settle_plan(self._names, self._features), "settle", write=True))
+
     async def _awrite(self, batch: WriteBatch) -> list[Record]:
         return list(await self._arun(plans.write_plan(self._names, batch, self._analyzer), "write", write=True))
 
@@ -628,6 +643,9 @@ class OracleStore(MemoryStore):
 
     async def _akeyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
         return list(await self._arun(plans.keyword_plan(self._names, text, filter, k, self._analyzer), "keyword search"))
+
+    async def _asettle(self) -> dict[str, bool]:
+        return dict(await self._arun(plans.settle_plan(self._names, self._features), "settle", write=True))
 
     def __repr__(self) -> str:
         return f"OracleStore(memory_store_id={self._names.store_id!r}, dsn={self._dsn!r})"

@@ -226,6 +226,36 @@ def test_async_falls_back_to_threads_for_a_callers_sync_pool(store: OracleStore,
     assert [r.record_id for r in rows] == ["a"]
 
 
+# ---- settle (the index tier's hook) ------------------------------------------------------------------------
+def test_settle_syncs_the_text_index_and_declares_thresholds(store: OracleStore, server: Any, h: Any) -> None:
+    """``settle`` runs ``CTX_DDL.SYNC_INDEX`` on the store's Oracle Text index (bound, not
+    inlined) and commits; the HNSW index needs no statement. Sync and native async alike."""
+    assert store.index_thresholds() == {"vector": 1001, "keyword": 1}
+    before = len(server.log), server.commits
+    assert store.settle() == {"vector": True, "keyword": True}
+    sent = server.log[before[0]:]
+    assert [(sql, binds) for _, sql, binds in sent] == [("BEGIN CTX_DDL.SYNC_INDEX(:idx); END;", {"idx": NAMES.text_index})]
+    assert server.commits == before[1] + 1
+    apool = h.FakeAsyncPool(server)
+    native = OracleStore(pool=h.FakePool(server), async_pool=apool, memory_store_id="t_store", exact_search_threshold=0)
+    native.open(dimension=4)
+    assert native.index_thresholds() == {"vector": 1, "keyword": 1}
+    mark = len(server.log)
+    assert asyncio.run(native.asettle()) == {"vector": True, "keyword": True}
+    assert [sql for _, sql, _ in server.log[mark:]] == ["BEGIN CTX_DDL.SYNC_INDEX(:idx); END;"]
+    assert apool.acquired == 0
+
+
+def test_settle_without_optional_indexes_sends_nothing(h: Any) -> None:
+    server = h.Server(("FROM user_indexes", []))
+    store = OracleStore(pool=h.FakePool(server), memory_store_id="t_store")
+    store.open(dimension=4, schema_policy=SchemaPolicy.REQUIRE_EXISTING)
+    assert store.index_thresholds() == {}
+    mark = len(server.log)
+    assert store.settle() == {}
+    assert server.log[mark:] == []
+
+
 # ---- construction, URIs, plugin -------------------------------------------------------------------------
 def test_constructor_validation(h: Any) -> None:
     with pytest.raises(InvalidArgument) as info:

@@ -4,7 +4,8 @@ No server runs here, so this is the closest check of the SQL text itself: it cat
 parentheses, missing commas, misplaced clauses. sqlglot does not know a few 23ai constructs; they
 are rewritten to their pre-23ai equivalents first (``FETCH APPROX FIRST`` → ``FETCH FIRST``,
 dropping ``WITH TARGET ACCURACY n``, ``VECTOR(n, FLOAT32)`` → ``VARCHAR2(n)``), and the three
-index DDLs sqlglot cannot parse at all are only checked for balanced parentheses and quotes.
+index DDLs and the ``CTX_DDL.SYNC_INDEX`` block sqlglot cannot parse at all are only checked for
+balanced parentheses and quotes.
 Needs the ``test`` extra (``pip install -e 'backends/oracle[test]'``).
 """
 
@@ -29,7 +30,7 @@ sqlglot = pytest.importorskip("sqlglot", reason="install the test extra: pip ins
 T = datetime(2025, 1, 1, tzinfo=timezone.utc)
 N = StoreNames.for_store("s")
 V = np.ones(8, dtype=np.float32)
-UNPARSEABLE_DDL = ("CREATE VECTOR INDEX", "INDEXTYPE IS CTXSYS.CONTEXT", "CREATE MULTIVALUE INDEX")
+UNPARSEABLE_DDL = ("CREATE VECTOR INDEX", "INDEXTYPE IS CTXSYS.CONTEXT", "CREATE MULTIVALUE INDEX", "CTX_DDL.SYNC_INDEX")
 
 FILTERS = [
     RecordFilter(),
@@ -98,6 +99,7 @@ def _statements() -> list[tuple[str, str]]:
         *((f"migration:{v}", sql) for v, sqls in ddl.migrations(N).items() for sql in sqls),
         ("objects", ddl.select_objects(N, ["A", "B"])[0]),
         ("indexes", ddl.select_indexes(N)[0]),
+        ("sync_text_index", ddl.sync_text_index(N)[0]),
     ]
     out += [(f"ddl:{s.name}", s.sql) for s in ddl.schema_steps(N, 8)]
     out += [(f"drop:{name}", sql) for name, sql in ddl.drop_statements(N)]
