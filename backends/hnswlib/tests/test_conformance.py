@@ -23,6 +23,11 @@ class TestHnswlibConformance(BackendConformance):
     def make_store(self, path: Path) -> HnswlibStore:
         return HnswlibStore(path / "memory.db")
 
+    def make_indexed_store(self, path: Path) -> HnswlibStore:
+        """The index tier's store: every vector query through the graph, a snapshot after every
+        change; ``test_default_thresholds_are_reached`` covers the cost model's threshold."""
+        return HnswlibStore(path / "memory.db", exact_threshold=0, checkpoint_min=1)
+
 
 class TestHnswlibAnnPathConformance(
     VectorSearchTests,

@@ -19,6 +19,7 @@ from .client_rules import (
 )
 from .guards import GuardTests
 from .hostile import HostileInputTests
+from .indexed import IndexTierTests
 from .model_based import ModelBasedTests
 from .resilience import ConcurrencyTests, FaultTests
 from .spi_bulk import BulkAddTests
@@ -30,8 +31,9 @@ from .spi_search import CapabilityTests, KeywordSearchTests, VectorSearchTests
 
 class BackendConformance(
     # pytest runs inherited tests from the last base to the first: cheap, basic checks first,
-    # the model-based run last.
+    # the model-based run last (after the index tier, which fills stores past index thresholds).
     ModelBasedTests,
+    IndexTierTests,
     ConcurrencyTests,
     FaultTests,
     HostileInputTests,
@@ -59,7 +61,8 @@ class BackendConformance(
     GuardTests,
     ConformanceBase,
 ):
-    """Every conformance test for one backend. Implement ``make_store(self, path)``."""
+    """Every conformance test for one backend. Implement ``make_store(self, path)``; optionally
+    ``make_indexed_store(self, path)`` (the index tier's store, e.g. with low index thresholds)."""
 
 
-__all__ = ["BackendConformance", "ConformanceBase"]
+__all__ = ["BackendConformance", "ConformanceBase", "IndexTierTests"]
