@@ -4,9 +4,13 @@ reference store (``InMemoryStore``) side by side and compares every observable r
 Each step picks the sync or the async API (async calls run on one event loop per store
 instance), so a bug on one path only is found. Writes (single and mixed batches, mid-batch
 faults), reads (filters, order, windows, seq bounds), links, vector and keyword search and,
-for ``PERSISTENCE`` backends, close-and-reopen are all rules. Keyword search is compared as the
-set of matching ids (scores are backend-specific); vector search exactly for exact backends
-and against the declared ``min_recall_at_10`` (mean over the run) for approximate ones.
+for ``PERSISTENCE`` backends, close-and-reopen are all rules. Records, links and hits are
+compared field by field with exact JSON types (``support.assert_same``). Keyword search is
+compared hit by hit: the same ids in the same order with the reference's BM25 scores (every
+backend scores the shared analyser's terms with ``agentmemory.bm25``); vector search exactly
+for exact backends and against the declared ``min_recall_at_10`` (mean over the run) for
+approximate ones. Runs reuse deleted ids, grow past 100 records (bulk steps: windows and
+unlimited async reads over many rows) and mix time zones in every time field and bound.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 import shutil
 import uuid
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +34,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from agentmemory.bulk import RecordColumns
 from agentmemory.errors import AgentMemoryError, Conflict, NotFound
 from agentmemory.records import SEARCHABLE_TYPES, Link, LinkType, Record, RecordStatus, RecordType
 from agentmemory.reference_store import InMemoryStore
@@ -45,7 +50,7 @@ from agentmemory.spi import (
 )
 
 from .faults import SECTIONS, arm
-from .support import DIM, T0, Api, assert_hits_ordered, assert_vector_hits, close_loop, loop_for, without_seq
+from .support import DIM, T0, Api, assert_hits_ordered, assert_same, assert_vector_hits, close_loop, loop_for
 
 PROFILE_SETTINGS: dict[str, dict[str, Any]] = {
     "smoke": {"max_examples": 8, "stateful_step_count": 15, "phases": (Phase.explicit, Phase.reuse, Phase.generate)},
@@ -75,9 +80,16 @@ USERS = (None, "u1", "u10")
 """``u10`` shares a prefix with ``u1`` (LIKE bugs)."""
 AGENTS = (None, "a1")
 THREADS = (None, "t1", "t'2")
-WORDS = ("apple", "banana", "cherry", "falcon", "guitar", "harbor", "island", "jungle")
-"""Distinct, non-stop-word, non-co-stemming words: every tokenizer agrees on matches."""
+WORDS = ("apple", "banana", "cherry", "falcon", "guitar", "harbor", "island", "jungle", "Running", "runs",
+         "snake_case", "ünïcødé", "日本語", "Café")
+"""Keyword words: plain ones, two that stem alike (``running``/``runs``), one joined by ``_``
+(one term for the shared analyser), accented and non-Latin ones (no folding), mixed case."""
+ZONES = (timezone.utc, timezone(timedelta(hours=5, minutes=30)), timezone(timedelta(hours=-8)), timezone(timedelta(hours=14)))
+"""Offsets every time value is drawn in: the same instant in two zones is one instant."""
 INSTANTS = tuple(T0 + timedelta(days=d) for d in range(4))
+instants = st.tuples(st.sampled_from(INSTANTS), st.sampled_from(ZONES)).map(lambda p: p[0].astimezone(p[1]))
+"""One of ``INSTANTS`` expressed in one of ``ZONES``."""
+expiries = st.one_of(st.none(), st.tuples(st.sampled_from(INSTANTS[1:]), st.sampled_from(ZONES)).map(lambda p: p[0].astimezone(p[1])))
 MODES = st.sampled_from(["sync", "async"])
 
 contents = st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join)
@@ -118,9 +130,9 @@ def draw_record(data: st.DataObject, rid: str) -> NewRecord:
         agent_id=data.draw(st.sampled_from(AGENTS)),
         thread_id=data.draw(st.sampled_from(THREADS)),
         role=data.draw(st.sampled_from(["user", "assistant"])) if rtype is RecordType.MESSAGE else None,
-        timestamp=data.draw(st.sampled_from(INSTANTS)),
-        created_at=T0,
-        expires_at=data.draw(st.sampled_from((None, *INSTANTS[1:]))),
+        timestamp=data.draw(instants),
+        created_at=data.draw(instants),
+        expires_at=data.draw(expiries),
         status=data.draw(st.sampled_from(list(RecordStatus))),
         metadata=data.draw(metadatas),
     )
@@ -139,9 +151,9 @@ def draw_patch(data: st.DataObject, rid: str) -> RecordPatch:
         if chance(data, 40):
             fields["status"] = data.draw(st.sampled_from(list(RecordStatus)))
         if chance(data, 25):
-            fields["timestamp"] = data.draw(st.sampled_from(INSTANTS))
+            fields["timestamp"] = data.draw(instants)
         if chance(data, 30):
-            fields["expires_at"] = data.draw(st.sampled_from((None, *INSTANTS[1:])))
+            fields["expires_at"] = data.draw(expiries)
         if chance(data, 30):
             fields["vector"] = data.draw(st.one_of(st.none(), vectors))
     return RecordPatch(rid, **fields)
@@ -166,6 +178,8 @@ class StoreComparison(RuleBasedStateMachine):
         self.seq_model: dict[str, int] = {}
         self.max_seq = 0
         self.fresh = 0
+        self.deleted: set[str] = set()
+        """Ids deleted during the run: new records reuse them (stale vectors, index rows)."""
         self.recalls: list[float] = []
 
     def _build(self) -> MemoryStore:
@@ -189,11 +203,20 @@ class StoreComparison(RuleBasedStateMachine):
         return data.draw(st.sampled_from(MISSING_IDS), label="missing id")
 
     def new_id(self, data: st.DataObject) -> str:
-        """Mostly a fresh id, sometimes a stored one (Conflict paths)."""
+        """Mostly a fresh id, sometimes a stored one (Conflict paths) or a deleted one (its old
+        vector, index rows and links must not come back)."""
         stored = self._ids()
         if stored and chance(data, 8):
             return data.draw(st.sampled_from(stored), label="taken id")
+        reusable = sorted(self.deleted - set(stored))
+        if reusable and chance(data, 25):
+            return data.draw(st.sampled_from(reusable), label="deleted id")
         return self._fresh_id()
+
+    def _forget(self, batch: WriteBatch, added: list[Record]) -> None:
+        """Remember the ids a successful ``batch`` deleted (and that it re-added)."""
+        self.deleted.difference_update(r.record_id for r in added)
+        self.deleted.update(batch.delete)
 
     def _fresh_id(self) -> str:
         self.fresh += 1
@@ -212,7 +235,7 @@ class StoreComparison(RuleBasedStateMachine):
         dst = src if chance(data, 5) else self.existing_id(data)
         return Link(
             link_id=lid, source_id=src, target_id=dst, link_type=data.draw(st.sampled_from(list(LinkType))),
-            created_at=data.draw(st.sampled_from(INSTANTS)), metadata=data.draw(metadatas),
+            created_at=data.draw(instants), metadata=data.draw(metadatas),
         )
 
     def existing_link_id(self, data: st.DataObject) -> str:
@@ -238,9 +261,9 @@ class StoreComparison(RuleBasedStateMachine):
         if chance(data, 15):
             spec["metadata_filter"] = data.draw(metadata_filters)
         if chance(data, 25):
-            spec["alive_at"] = data.draw(st.sampled_from(INSTANTS))
+            spec["alive_at"] = data.draw(instants)
         elif chance(data, 10):
-            spec["expired_at"] = data.draw(st.sampled_from(INSTANTS))
+            spec["expired_at"] = data.draw(instants)
         if chance(data, 10) and self.seq_model:
             spec["seq_bound"] = (data.draw(st.sampled_from(["min_seq", "max_seq"])), data.draw(st.sampled_from(sorted(self.seq_model))))
         return spec
@@ -281,7 +304,8 @@ class StoreComparison(RuleBasedStateMachine):
                 )
             return
         assert sut_error is None, f"the backend raised {sut_error!r} on a batch the reference accepted"
-        assert [without_seq(r) for r in got] == [without_seq(r) for r in expected]
+        assert_same(got, expected, seq=False, what=f"write[{mode}] result")
+        self._forget(batch, expected)
         for m_rec, s_rec in zip(expected, got):
             assert s_rec.seq > self.max_seq, f"seq {s_rec.seq} of {s_rec.record_id!r} is not above earlier seq {self.max_seq}"
             self.max_seq = s_rec.seq
@@ -356,11 +380,90 @@ class StoreComparison(RuleBasedStateMachine):
         # the backend finished without reaching the faulty item: it must equal the reference
         assert not getattr(armed, section).fired, "the injected fault fired but the write reported success"
         expected = self.model.write(batch)
-        assert [without_seq(r) for r in got] == [without_seq(r) for r in expected]
+        assert_same(got, expected, seq=False, what=f"faulty write[{mode}] result")
+        self._forget(batch, expected)
         for m_rec, s_rec in zip(expected, got):
             self.seq_model[m_rec.record_id] = m_rec.seq
             self.seq_sut[s_rec.record_id] = s_rec.seq
             self.max_seq = max(self.max_seq, s_rec.seq)
+
+    @precondition(lambda self: len(self.seq_model) < 160)
+    @rule(seed=st.integers(0, 2**16), n=st.integers(40, 110), taken=st.integers(0, 9), columnar=st.booleans(), mode=MODES)
+    def add_many(self, seed: int, n: int, taken: int, columnar: bool, mode: str) -> None:
+        """Add ``n`` generated records at once, through ``bulk_add`` or one ``write``: runs
+        cross 100 records (windows and unlimited reads over many rows, in both modes). One
+        step in ten ends with an id already stored: nothing of it may land, at any size."""
+        import random
+
+        rnd = random.Random(seed)
+        columnar = columnar and n > 0
+        rows = [self._generated(rnd, self._fresh_id(), vector=True if columnar else None) for _ in range(n)]
+        stored = self._ids()
+        if taken == 0 and stored:
+            clash = rows[-2].record.model_copy(update={"record_id": rnd.choice(stored)})
+            rows[-2] = NewRecord(record=clash, vector=rows[-2].vector)
+        if not columnar:
+            self._apply(WriteBatch(add=rows), mode)
+            return
+        columns = RecordColumns(
+            record_id=[r.record.record_id for r in rows], content=[r.record.content for r in rows],
+            record_type=[r.record.record_type for r in rows], timestamp=[r.record.timestamp for r in rows],
+            created_at=[r.record.created_at for r in rows], user_id=[r.record.user_id for r in rows],
+            agent_id=[r.record.agent_id for r in rows], thread_id=[r.record.thread_id for r in rows],
+            role=[r.record.role for r in rows], expires_at=[r.record.expires_at for r in rows],
+            status=[r.record.status for r in rows], metadata=[r.record.metadata for r in rows],
+            vectors=np.stack([r.vector for r in rows if r.vector is not None]),
+        )
+        note(f"bulk_add[{mode}] of {n} rows (seed {seed}, clash: {taken == 0 and bool(stored)})")
+        try:
+            expected = self.model.bulk_add(columns)
+            model_error: AgentMemoryError | None = None
+        except AgentMemoryError as exc:
+            model_error = exc
+        try:
+            got = self.api(mode).bulk_add(columns)
+            sut_error: AgentMemoryError | None = None
+        except AgentMemoryError as exc:
+            sut_error = exc
+        if model_error is not None:
+            assert isinstance(sut_error, type(model_error)), f"the reference raised {model_error!r}; the backend: {sut_error!r}"
+            return
+        assert sut_error is None, f"the backend raised {sut_error!r} on rows the reference accepted"
+        assert got == expected == n
+        ids = tuple(columns.record_id)
+        for store, seqs in ((self.model, self.seq_model), (self.sut, self.seq_sut)):
+            for r in store.query(RecordFilter(record_ids=ids)):
+                seqs[r.record_id] = r.seq
+        new_seqs = [self.seq_sut[rid] for rid in ids]
+        assert new_seqs == sorted(new_seqs) and new_seqs[0] > self.max_seq, f"bulk_add seq values {new_seqs[:3]}... not after {self.max_seq} in row order"
+        self.max_seq = new_seqs[-1]
+        self.deleted.difference_update(ids)
+
+    def _generated(self, rnd: Any, rid: str, *, vector: bool | None) -> NewRecord:
+        """A record drawn from ``rnd`` (bulk steps: cheap for Hypothesis, shrinks by seed).
+        ``vector=True``: always a searchable type with a vector; None: mostly."""
+        rtype = rnd.choice(sorted(SEARCHABLE_TYPES) if vector else list(RecordType))
+        empty_ok = rtype in (RecordType.THREAD, RecordType.SUMMARY)
+        content = "" if empty_ok and rnd.random() < 0.5 else " ".join(rnd.choices(WORDS, k=rnd.randint(1, 4)))
+        zone = rnd.choice(ZONES)
+        meta_values: list[Any] = [rnd.randint(-2, 2), rnd.choice(["x", "y", "it's"]), rnd.random() < 0.5, None, 2**53 + rnd.randint(1, 3), 0.5]
+        record = Record(
+            record_id=rid, record_type=rtype, content=content,
+            user_id=rnd.choice(USERS), agent_id=rnd.choice(AGENTS), thread_id=rnd.choice(THREADS),
+            role=rnd.choice(["user", "assistant"]) if rtype is RecordType.MESSAGE else None,
+            timestamp=rnd.choice(INSTANTS).astimezone(zone), created_at=rnd.choice(INSTANTS).astimezone(rnd.choice(ZONES)),
+            expires_at=rnd.choice((None, None, *INSTANTS[1:])) and rnd.choice(INSTANTS[1:]).astimezone(zone),
+            status=rnd.choice(list(RecordStatus)),
+            metadata={key: rnd.choice(meta_values) for key in rnd.sample(["k", "n", "tags", "a.b"], rnd.randint(0, 2))},
+        )
+        has_vector = vector or (vector is None and rtype in SEARCHABLE_TYPES and rnd.random() < 0.9)
+        vec = None
+        if has_vector:
+            values = [0] * DIM
+            while not any(values):
+                values = [rnd.randint(-2, 2) for _ in range(DIM)]
+            vec = np.asarray(values, dtype=np.float32)
+        return NewRecord(record=record, vector=vec)
 
     @precondition(lambda self: Capability.CONCURRENT_WRITERS in self.caps)
     @rule(data=st.data(), how=st.sampled_from(["threads", "asyncio"]))
@@ -391,7 +494,7 @@ class StoreComparison(RuleBasedStateMachine):
         added = sorted(((recs[0], batch) for recs, batch in zip(results, batches) if batch.add), key=lambda x: x[0].seq)
         for s_rec, batch in added:
             [m_rec] = self.model.write(batch)
-            assert without_seq(s_rec) == without_seq(m_rec)
+            assert_same(s_rec, m_rec, seq=False, what=f"concurrent write[{how}] result")
             assert s_rec.seq > self.max_seq, f"seq {s_rec.seq} reused or out of order"
             self.max_seq = s_rec.seq
             self.seq_sut[s_rec.record_id] = s_rec.seq
@@ -425,7 +528,7 @@ class StoreComparison(RuleBasedStateMachine):
         note(f"query[{mode}] {sflt} order={order.value} limit={limit} offset={offset}")
         expected = self.model.query(mflt, order=order, limit=limit, offset=offset)
         got = self.api(mode).query(sflt, order=order, limit=limit, offset=offset)
-        assert [without_seq(r) for r in got] == [without_seq(r) for r in expected]
+        assert_same(got, expected, seq=False, what=f"query[{mode}]")
 
     @rule(data=st.data(), mode=MODES)
     def count(self, data: st.DataObject, mode: str) -> None:
@@ -440,7 +543,7 @@ class StoreComparison(RuleBasedStateMachine):
         rids = [self.existing_id(data) for _ in range(data.draw(st.integers(0, 3)))] if chance(data, 70) else None
         lids = [self.existing_link_id(data) for _ in range(data.draw(st.integers(0, 2)))] if chance(data, 30) else None
         note(f"links[{mode}] record_ids={rids} link_ids={lids}")
-        assert self.api(mode).links(record_ids=rids, link_ids=lids) == self.model.links(record_ids=rids, link_ids=lids)
+        assert_same(self.api(mode).links(record_ids=rids, link_ids=lids), self.model.links(record_ids=rids, link_ids=lids), what=f"links[{mode}]")
 
     @rule(vector=vectors, data=st.data(), k=st.integers(1, 6), mode=MODES)
     def vector_search(self, vector: np.ndarray, data: st.DataObject, k: int, mode: str) -> None:
@@ -460,7 +563,7 @@ class StoreComparison(RuleBasedStateMachine):
         assert_vector_hits(self.sut, hits, expected, k)
         by_id = {h.record.record_id: h.record for h in self.model.vector_search(vector, mflt, 10_000)}
         for hit in hits:
-            assert without_seq(hit.record) == without_seq(by_id[hit.record.record_id])
+            assert_same(hit.record, by_id[hit.record.record_id], seq=False, what=f"vector_search[{mode}] hit")
 
     @precondition(lambda self: Capability.KEYWORD_SEARCH in self.caps)
     @rule(words=st.lists(st.sampled_from(WORDS + ("zebra",)), min_size=1, max_size=3), data=st.data(), k=st.integers(1, 6), mode=MODES)
@@ -469,11 +572,11 @@ class StoreComparison(RuleBasedStateMachine):
         mflt, sflt = self._filters(self.draw_filter(data))
         text = " ".join(words)
         note(f"keyword_search[{mode}] {text!r} {sflt} k={k}")
-        expected = {h.record.record_id for h in self.model.keyword_search(text, mflt, 10_000)}
+        expected = self.model.keyword_search(text, mflt, 10_000)
         full = self.api(mode).keyword_search(text, sflt, 10_000)
-        assert {h.record.record_id for h in full} == expected
+        assert_same(full, expected, seq=False, what=f"keyword_search[{mode}]({text!r})")
         top = self.api(mode).keyword_search(text, sflt, k)
-        assert {h.record.record_id for h in top} <= expected and len(top) == min(k, len(expected))
+        assert_same(top, expected[:k], seq=False, what=f"keyword_search[{mode}]({text!r}, k={k})")
         assert_hits_ordered(full, by="score")
 
     # ---- invariants --------------------------------------------------------------------------
@@ -482,10 +585,10 @@ class StoreComparison(RuleBasedStateMachine):
         """Records (in seq order, with the seq values the backend returned) and links agree."""
         expected = self.model.query(RecordFilter())
         got = self.sut.query(RecordFilter())
-        assert [without_seq(r) for r in got] == [without_seq(r) for r in expected]
+        assert_same(got, expected, seq=False, what="stored records")
         for r in got:
             assert self.seq_sut.get(r.record_id) == r.seq, f"seq of {r.record_id!r} changed from {self.seq_sut.get(r.record_id)} to {r.seq}"
-        assert self.sut.links() == self.model.links()
+        assert_same(self.sut.links(), self.model.links(), what="stored links")
 
     def _check_recall_floor(self) -> None:
         if len(self.recalls) >= 5:
@@ -498,10 +601,40 @@ def make_state_machine(factory: Callable[[Path], MemoryStore], base_dir: Path) -
     return type("BoundStoreComparison", (StoreComparison,), {"factory": staticmethod(factory), "base_dir": Path(base_dir)})
 
 
-def run_comparison(factory: Callable[[Path], MemoryStore], base_dir: Path, *, profile: str = "ci") -> None:
-    """Run the state machine with a suite profile (``smoke``, ``ci``, ``remote``, ``nightly``)."""
+SHRINK_SECONDS: dict[str, int] = {"smoke": 20, "ci": 60, "remote": 60, "nightly": 300}
+"""How long a profile lets Hypothesis shrink a failing run (its own limit is 300 s, which a
+slow backend reaches on every failure); the failure is reported, shrunk or not, after that."""
+
+
+def run_comparison(
+    factory: Callable[[Path], MemoryStore], base_dir: Path, *, profile: str = "ci", nodeid: str | None = None
+) -> None:
+    """Run the state machine with a suite profile (``smoke``, ``ci``, ``remote``, ``nightly``).
+
+    The run uses one seed (``--hypothesis-seed`` when given, a random one otherwise); a failure
+    carries a note with the one-line command that replays it (``nodeid``: the test to name)."""
+    import random
+
+    from hypothesis import core
+    from hypothesis.internal.conjecture import engine
+
     machine = make_state_machine(factory, base_dir)
-    run_state_machine_as_test(machine, settings=profile_settings(profile))
+    forced = core.global_force_seed
+    seed = forced if forced is not None else random.SystemRandom().getrandbits(63)
+    shrink_limit = getattr(engine, "MAX_SHRINKING_SECONDS", None)
+    core.global_force_seed = seed
+    if shrink_limit is not None:
+        engine.MAX_SHRINKING_SECONDS = SHRINK_SECONDS.get(profile, shrink_limit)
+    try:
+        run_state_machine_as_test(machine, settings=profile_settings(profile))
+    except BaseException as exc:
+        target = f"'{nodeid}'" if nodeid else "<this test>"
+        exc.add_note(f"replay this run: pytest {target} --hypothesis-seed={seed} --agentmemory-profile {profile}")
+        raise
+    finally:
+        core.global_force_seed = forced
+        if shrink_limit is not None:
+            engine.MAX_SHRINKING_SECONDS = shrink_limit
 
 
 _ = UNSET

@@ -13,12 +13,14 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from enum import Enum
 from typing import Any
 
 import numpy as np
 import pytest
 
 from agentmemory.records import Link, LinkType, Record, RecordStatus, RecordType
+from agentmemory.reference_store import InMemoryStore
 from agentmemory.spi import ANY, Capability, Hit, MemoryStore, NewRecord, RecordFilter
 
 DIM = 4
@@ -253,18 +255,19 @@ PROBES = (E1, E2, E3, E4, vec(1, 1, 1, 1), vec(-1, 2, 0, 1))
 
 @dataclass(frozen=True)
 class Snapshot:
-    """Everything observable about a store: records (with seq), links, and vector-search
-    results for a few probe vectors (which expose stored vectors)."""
+    """Everything observable about a store: records (with seq) and links in their exact,
+    type-tagged form (``exact_form``: ``1`` never equals ``1.0`` or ``True``), and
+    vector-search results for a few probe vectors (which expose stored vectors)."""
 
-    records: tuple[Record, ...]
-    links: tuple[Link, ...]
+    records: tuple[Any, ...]
+    links: tuple[Any, ...]
     probes: tuple[tuple[tuple[str, float], ...], ...]
 
 
 def snapshot(store: MemoryStore) -> Snapshot:
     """Observe ``store`` through its sync API."""
-    records = tuple(store.query(RecordFilter()))
-    links = tuple(store.links())
+    records = tuple(exact_form(r) for r in store.query(RecordFilter()))
+    links = tuple(exact_form(lk) for lk in store.links())
     probes: list[tuple[tuple[str, float], ...]] = []
     if records and store.dimension == DIM:
         for probe in PROBES:
@@ -289,6 +292,170 @@ def ids(items: Iterable[Record | Hit | Link]) -> list[str]:
 def without_seq(record: Record) -> Record:
     """``record`` with ``seq`` zeroed (seq values are the store's own business)."""
     return record.model_copy(update={"seq": 0})
+
+
+# ---- exact comparison ------------------------------------------------------------------------
+_RECORD_FIELDS = ("record_id", "record_type", "content", "user_id", "agent_id", "thread_id", "role", "seq",
+                  "timestamp", "created_at", "expires_at", "status", "metadata")
+_LINK_FIELDS = ("link_id", "source_id", "target_id", "link_type", "created_at", "metadata")
+DISTANCE_TOLERANCE = 1e-4
+"""Absolute tolerance on cosine distances (float32 storage)."""
+SCORE_TOLERANCE = 1e-6
+"""Relative tolerance on keyword scores: every backend scores with ``agentmemory.bm25`` over
+the shared analyser's terms, so scores agree to float noise."""
+
+
+def exact_form(value: Any, *, seq: bool = True) -> Any:
+    """A hashable, type-tagged form of a record, link, hit or JSON value in which equality is
+    exact: ``1``, ``1.0`` and ``True`` differ, lists never equal tuples, datetimes compare as
+    instants (and must be time-zone aware); ``seq=False`` leaves records' ``seq`` out. Hits
+    keep their distance and score rounded (``DISTANCE_TOLERANCE``, 6 significant digits)."""
+    if isinstance(value, Record):
+        return ("Record",) + tuple(
+            (name, exact_form(getattr(value, name))) for name in _RECORD_FIELDS if seq or name != "seq"
+        )
+    if isinstance(value, Link):
+        return ("Link",) + tuple((name, exact_form(getattr(value, name))) for name in _LINK_FIELDS)
+    if isinstance(value, Hit):
+        dist = None if value.distance is None else round(float(value.distance), 4)
+        score = None if value.score is None else float(f"{float(value.score):.6g}")
+        return ("Hit", exact_form(value.record, seq=seq), dist, score)
+    if isinstance(value, datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            return ("naive-datetime", value.isoformat())
+        return ("datetime", value.astimezone(timezone.utc).isoformat())
+    if isinstance(value, Mapping):
+        return (type(value).__name__ if type(value) is not dict else "dict",) + tuple(
+            sorted((str(k), type(k).__name__, exact_form(v)) for k, v in value.items())
+        )
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__,) + tuple(exact_form(v) for v in value)
+    if value is None:
+        return None
+    return (type(value).__name__, value)
+
+
+def _describe_value(value: Any) -> str:
+    return f"{value!r} ({type(value).__name__})"
+
+
+def _value_difference(got: Any, want: Any, where: str) -> str | None:
+    """Where and how two JSON-like values differ (types included), or None when exactly equal."""
+    if isinstance(want, datetime) or isinstance(got, datetime):
+        if not (isinstance(got, datetime) and isinstance(want, datetime)):
+            return f"{where}: got {_describe_value(got)}, expected {_describe_value(want)}"
+        if got.tzinfo is None or got.utcoffset() is None:
+            return f"{where}: got the naive datetime {got.isoformat()}, expected an aware one ({want.isoformat()})"
+        if got != want:
+            return f"{where}: got the instant {got.isoformat()}, expected {want.isoformat()}"
+        return None
+    if isinstance(want, Mapping):
+        if not isinstance(got, Mapping) or type(got) is not dict and type(want) is dict:
+            return f"{where}: got {_describe_value(got)}, expected an object {want!r}"
+        missing = [k for k in want if k not in got]
+        extra = [k for k in got if k not in want]
+        if missing or extra:
+            return f"{where}: keys differ (missing {missing}, unexpected {extra}) in {got!r}, expected {want!r}"
+        for key in want:
+            diff = _value_difference(got[key], want[key], f"{where}[{key!r}]")
+            if diff:
+                return diff
+        return None
+    if isinstance(want, (list, tuple)):
+        if type(got) is not type(want):
+            return f"{where}: got {_describe_value(got)}, expected {_describe_value(want)}"
+        if len(got) != len(want):
+            return f"{where}: got {len(got)} items {got!r}, expected {len(want)}: {want!r}"
+        for i, (g, w) in enumerate(zip(got, want)):
+            diff = _value_difference(g, w, f"{where}[{i}]")
+            if diff:
+                return diff
+        return None
+    if type(got) is not type(want) or got != want:
+        return f"{where}: got {_describe_value(got)}, expected {_describe_value(want)}"
+    return None
+
+
+_ITEMS = (Record, Link, Hit)
+
+
+def difference(got: Any, want: Any, *, seq: bool = True, distance_tol: float = DISTANCE_TOLERANCE,
+               score_tol: float = SCORE_TOLERANCE, what: str = "result") -> str | None:
+    """The first difference between ``got`` and ``want`` (records, links, hits, or sequences
+    of them), compared field by field with exact types, or None when they agree. Hit distances
+    agree within ``distance_tol`` (absolute), scores within ``score_tol`` (relative)."""
+    if isinstance(want, (list, tuple)) and all(isinstance(w, _ITEMS) for w in want) and (
+        want or isinstance(got, (list, tuple)) and all(isinstance(g, _ITEMS) for g in got)
+    ):
+        if not isinstance(got, (list, tuple)):
+            return f"{what}: got {type(got).__name__}, expected a list"
+        got_ids, want_ids = _item_ids(got), _item_ids(want)
+        if got_ids != want_ids:
+            return f"{what}: got {got_ids}, expected {want_ids}"
+        for i, (g, w) in enumerate(zip(got, want)):
+            diff = difference(g, w, seq=seq, distance_tol=distance_tol, score_tol=score_tol, what=f"{what}[{i}]")
+            if diff:
+                return diff
+        return None
+    if isinstance(want, Hit):
+        if not isinstance(got, Hit):
+            return f"{what}: got {type(got).__name__}, expected a Hit"
+        name = f"{what} (hit {want.record.record_id!r})"
+        for attr, tol, relative in (("distance", distance_tol, False), ("score", score_tol, True)):
+            g, w = getattr(got, attr), getattr(want, attr)
+            if w is None or g is None:
+                if g is not w:
+                    return f"{name}.{attr}: got {g!r}, expected {w!r}"
+                continue
+            if not isinstance(g, float) or isinstance(g, bool):
+                return f"{name}.{attr}: got {_describe_value(g)}, expected a float"
+            bound = tol * max(1.0, abs(w)) if relative else tol
+            if not math.isfinite(g) or abs(g - w) > bound:
+                return f"{name}.{attr}: got {g!r}, expected {w!r} (tolerance {bound:.2g})"
+        return difference(got.record, want.record, seq=seq, what=f"{name}.record")
+    if isinstance(want, (Record, Link)):
+        if type(got) is not type(want):
+            return f"{what}: got {type(got).__name__}, expected {type(want).__name__}"
+        fields = _RECORD_FIELDS if isinstance(want, Record) else _LINK_FIELDS
+        key = want.record_id if isinstance(want, Record) else want.link_id
+        for name in fields:
+            if name == "seq" and not seq:
+                continue
+            g, w = getattr(got, name), getattr(want, name)
+            if isinstance(w, Enum):
+                if g is not w:
+                    return f"{what} {key!r}.{name}: got {_describe_value(g)}, expected {w!r}"
+                continue
+            diff = _value_difference(g, w, f"{what} {key!r}.{name}")
+            if diff:
+                return diff
+        return None
+    return _value_difference(got, want, what)
+
+
+def _item_ids(items: Sequence[Any]) -> list[Any]:
+    out: list[Any] = []
+    for item in items:
+        if isinstance(item, Hit):
+            out.append(item.record.record_id)
+        elif isinstance(item, Record):
+            out.append(item.record_id)
+        elif isinstance(item, Link):
+            out.append(item.link_id)
+        else:
+            out.append(item)
+    return out
+
+
+def assert_same(got: Any, want: Any, *, seq: bool = True, distance_tol: float = DISTANCE_TOLERANCE,
+                score_tol: float = SCORE_TOLERANCE, what: str = "result") -> None:
+    """Assert that ``got`` equals ``want`` field by field with exact JSON types (the suite's one
+    comparison of records, links and hits; see ``difference``).
+
+    Troubleshooting: a message such as ``metadata['n']: got 1.0 (float), expected 1 (int)``
+    means the backend changed a value's JSON type on the way through storage."""
+    diff = difference(got, want, seq=seq, distance_tol=distance_tol, score_tol=score_tol, what=what)
+    assert diff is None, diff
 
 
 def scope_matches(record: Record, user: Any, agent: Any, thread: Any) -> bool:
@@ -401,3 +568,56 @@ def assert_vector_hits(
         assert not missing, f"exact search missed {missing}: got {got}, expected {[r for r, _ in top]}"
         for rid in got:
             assert want[rid] <= cut + 1e-6, f"{rid!r} is not among the {k} nearest: got {got}"
+
+
+# ---- side by side with the reference ---------------------------------------------------------
+def reference_twin(store: MemoryStore) -> InMemoryStore:
+    """An open ``InMemoryStore`` with ``store``'s dimension and keyword analyser language (the
+    store's ``analyzer``, else English): write the same batches to both, then compare reads."""
+    language = getattr(getattr(store, "analyzer", None), "language", None)
+    twin = InMemoryStore(language=language)
+    twin.open(dimension=store.dimension)
+    return twin
+
+
+def assert_reads_agree(
+    api: Api,
+    ref: MemoryStore,
+    flt: RecordFilter,
+    *,
+    vector: np.ndarray | None = None,
+    text: str | None = None,
+    k: int = 50,
+    what: str = "",
+) -> None:
+    """``query``, ``count`` and (given a probe) vector and keyword search through ``api`` return
+    exactly what the reference ``ref`` returns for ``flt``: records field by field with exact
+    types (``seq`` aside: its values are the store's own), hits in the same order with the same
+    distances and BM25 scores. Approximate backends: vector hits are eligible, exact in every
+    field and keep the declared recall."""
+    label = f"{what} [{api.mode}] {flt}"
+    want = ref.query(flt)
+    assert_same(api.query(flt), want, seq=False, what=f"query {label}")
+    assert api.count(flt) == len(want), f"count {label}: got {api.count(flt)}, expected {len(want)}"
+    if vector is not None:
+        expected = ref.vector_search(vector, flt, 10_000)
+        hits = api.vector_search(vector, flt, k)
+        if is_approximate(api.store):
+            assert_vector_hits(api.store, hits, [(h.record.record_id, float(h.distance or 0.0)) for h in expected], k)
+            by_id = {h.record.record_id: h for h in expected}
+            for hit in hits:
+                assert_same(hit, by_id[hit.record.record_id], seq=False, what=f"vector_search {label}")
+        else:
+            assert_same(hits, expected[:k], seq=False, what=f"vector_search {label}")
+    if text is not None and Capability.KEYWORD_SEARCH in api.store.capabilities():
+        assert_same(api.keyword_search(text, flt, k), ref.keyword_search(text, flt, k), seq=False,
+                    what=f"keyword_search({text!r}) {label}")
+
+
+def write_both(api: Api, ref: MemoryStore, batch: Any) -> list[Record]:
+    """Apply ``batch`` to the reference and through ``api``; the write results agree exactly
+    (``seq`` aside). Returns the backend's result."""
+    want = ref.write(batch)
+    got = api.write(batch)
+    assert_same(got, want, seq=False, what=f"write() [{api.mode}]")
+    return got

@@ -12,7 +12,7 @@ from agentmemory.records import RecordType
 from agentmemory.spi import Capability, MemoryStore, RecordFilter, WriteBatch
 
 from ..catalogue import BAD_READS, BAD_WRITES, MAX_CONTENT, NASTY_IDS, NASTY_METADATA, NASTY_TEXTS, BadInput
-from ..support import E1, E2, Api, assert_vector_ids, clause, ids, link, new, rec, snapshot, vec
+from ..support import E1, E2, Api, assert_same, assert_vector_ids, clause, ids, link, new, rec, snapshot, vec
 
 
 def _seed(store: MemoryStore) -> None:
@@ -58,7 +58,7 @@ class HostileInputTests:
         api.write(WriteBatch(add_links=chain))
         assert sorted(ids(api.query())) == sorted(NASTY_IDS)
         for r in records:
-            assert api.query(RecordFilter(record_ids=(r.record_id,))) == [x for x in api.query() if x.record_id == r.record_id]
+            assert_same(api.query(RecordFilter(record_ids=(r.record_id,))), [x for x in api.query() if x.record_id == r.record_id])
             assert ids(api.query(RecordFilter(user_id=r.record_id))) == [r.record_id], f"user_id={r.record_id!r}"
             assert api.count(RecordFilter(thread_id=r.record_id)) == 1
             assert_vector_ids(store, api.vector_search(E1, RecordFilter(user_id=r.record_id), k=5), [r.record_id])
@@ -88,7 +88,7 @@ class HostileInputTests:
         round-trip exactly; an equality filter on each key finds the record."""
         api.write(WriteBatch(add=[new(rec("nasty", metadata=NASTY_METADATA)), new(rec("plain", metadata={"other": 1}))]))
         [got] = api.query(RecordFilter(record_ids=("nasty",)))
-        assert got.metadata == NASTY_METADATA
+        assert_same(got.metadata, NASTY_METADATA, what="metadata")
         for key, value in NASTY_METADATA.items():
             assert ids(api.query(RecordFilter(metadata_filter={key: value}))) == ["nasty"], f"filter on key {key!r}"
         assert ids(api.query(RecordFilter(metadata_filter={"a.b.c": {"$not": "dotted key, not a path"}}))) == ["plain"]

@@ -10,7 +10,7 @@ import pytest
 
 from agentmemory.spi import MemoryStore, RecordFilter, RecordPatch, WriteBatch
 
-from ..support import E2, Api, clause, ids, link, new, rec
+from ..support import E2, Api, assert_same, clause, ids, link, new, rec
 
 
 class ModelBasedTests:
@@ -21,13 +21,14 @@ class ModelBasedTests:
         """Random adds, patches, deletes, links, mixed and faulty batches, reads, searches and
         reopens (``PERSISTENCE``), each through the sync or async API, agree with the reference.
 
-        Troubleshooting: the failure prints the shrunk step list (``note`` lines) and a
-        ``@reproduce_failure`` blob; replay it with ``--agentmemory-profile smoke``.
+        Troubleshooting: the failure prints the shrunk step list (``note`` lines, shrinking
+        bounded per profile) and ends with a ``replay this run: pytest ... --hypothesis-seed=N``
+        line that reruns the same steps; the example tests above usually name the bug faster.
         """
         from ..pytest_plugin import selected_profile
         from ..stateful import run_comparison
 
-        run_comparison(store_factory, tmp_path / "machine", profile=selected_profile(request.config))
+        run_comparison(store_factory, tmp_path / "machine", profile=selected_profile(request.config), nodeid=request.node.nodeid)
 
     @clause("spi.async-parity")
     def test_sync_writes_are_seen_by_async_reads_and_back(self, store: MemoryStore) -> None:
@@ -36,8 +37,8 @@ class ModelBasedTests:
         sync.write(WriteBatch(add=[new(rec("a", user="u")), new(rec("b", user="u"))], add_links=[link("l1", "a", "b")]))
         aio.write(WriteBatch(add=[new(rec("c", user="u"), E2)], patch=[RecordPatch("a", content="changed")]))
         for flt in (RecordFilter(), RecordFilter(user_id="u", record_ids=("a", "c"))):
-            assert sync.query(flt) == aio.query(flt)
+            assert_same(aio.query(flt), sync.query(flt), what="async query")
             assert sync.count(flt) == aio.count(flt)
-        assert sync.links() == aio.links()
+        assert_same(aio.links(), sync.links(), what="async links")
         assert ids(sync.vector_search(E2, k=3)) == ids(aio.vector_search(E2, k=3))
         assert [r.content for r in aio.query(RecordFilter(record_ids=("a",)))] == ["changed"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import timedelta, timezone
 
 import pytest
 
@@ -10,7 +10,7 @@ from agentmemory.errors import Conflict, InvalidArgument, NotFound
 from agentmemory.records import LinkType
 from agentmemory.spi import MemoryStore, WriteBatch
 
-from ..support import T0, Api, clause, ids, link, new, rec, snapshot
+from ..support import T0, Api, assert_same, clause, ids, link, new, rec, reference_twin, snapshot, write_both
 
 
 class LinkTests:
@@ -34,7 +34,7 @@ class LinkTests:
         api.write(WriteBatch(add_links=written))
         got = api.links()
         assert ids(got) == ["l1", "l2", "l3", "l4", "l5"]
-        assert sorted(got, key=lambda x: x.link_id) == sorted(written, key=lambda x: x.link_id)
+        assert_same(got, sorted(written, key=lambda x: x.link_id), what="links()")
 
     @clause("spi.links")
     def test_lookup_by_either_end_and_by_id(self, api: Api) -> None:
@@ -83,3 +83,32 @@ class LinkTests:
         assert ids(api.query()) == ["a", "b", "c", "d"]
         api.write(WriteBatch(add_links=[link("l9", "b", "a", LinkType.REFINES)]))
         assert ids(api.links(record_ids=["a"])) == ["l2", "l9"]
+
+    @clause("spi.links", "2.links")
+    def test_links_are_exact_and_follow_their_records(self, api: Api, store: MemoryStore) -> None:
+        """Links come back exactly (created_at as the instant written in any offset, metadata
+        with its JSON types) from every lookup; a record's delete removes the links where it is
+        source or target, from every lookup, and the freed link ids and pairs can be used again;
+        repeated ids in a lookup return each link once.
+
+        Troubleshooting: delete links by ``source_id = ? OR target_id = ?`` in the record
+        delete's transaction; de-duplicate the lookup ids.
+        """
+        ref = reference_twin(store)
+        zone = timezone(timedelta(hours=5, minutes=45))
+        write_both(api, ref, WriteBatch(add=[new(rec(r)) for r in "abcde"]))
+        write_both(api, ref, WriteBatch(add_links=[
+            link("l1", "a", "b", LinkType.SUPERSEDES, metadata={"n": 1, "f": 1.0, "big": 2**53 + 1, "ok": True},
+                 created=(T0 + timedelta(microseconds=9)).astimezone(zone)),
+            link("l2", "c", "b", LinkType.REFINES), link("l3", "b", "d", LinkType.CONTRADICTS),
+            link("l4", "d", "e", LinkType.SUPPORTS), link("l5", "e", "a", LinkType.DUPLICATES),
+        ]))
+        for kwargs in ({}, {"record_ids": ["b"]}, {"record_ids": ["a", "a", "b", "ghost"]}, {"link_ids": ["l4", "l4", "l1"]},
+                       {"record_ids": ["b"], "link_ids": ["l1", "l4"]}, {"record_ids": ["e"]}):
+            assert_same(api.links(**kwargs), ref.links(**kwargs), what=f"links({kwargs}) [{api.mode}]")
+        write_both(api, ref, WriteBatch(delete=["b"]))
+        for kwargs in ({}, {"record_ids": ["b"]}, {"record_ids": ["a", "c", "d"]}, {"link_ids": ["l1", "l2", "l3", "l4"]}):
+            assert_same(api.links(**kwargs), ref.links(**kwargs), what=f"links({kwargs}) after deleting 'b' [{api.mode}]")
+        write_both(api, ref, WriteBatch(add=[new(rec("b"))], add_links=[link("l1", "b", "a", LinkType.REFINES), link("l9", "c", "b")]))
+        assert_same(api.links(), ref.links(), what=f"links() after re-adding 'b' [{api.mode}]")
+
