@@ -23,6 +23,7 @@ from .indexed import IndexTierTests
 from .model_based import ModelBasedTests
 from .resilience import ConcurrencyTests, FaultTests
 from .spi_bulk import BulkAddTests
+from .spi_exact import ExactValueTests
 from .spi_links import LinkTests
 from .spi_records import BatchOrderTests, LifecycleTests, PersistenceTests, QueryTests, RecordCrudTests
 from .spi_scope import MetadataFilterTests, RecordTypeTests, ScopeTests
@@ -47,6 +48,7 @@ class BackendConformance(
     LinkLifecycleTests,
     PersistenceTests,
     CapabilityTests,
+    ExactValueTests,
     KeywordSearchTests,
     VectorSearchTests,
     RecordTypeTests,

@@ -15,7 +15,7 @@ from agentmemory.errors import Conflict, InvalidArgument
 from agentmemory.records import RecordStatus, RecordType
 from agentmemory.spi import Capability, MemoryStore, RecordFilter, WriteBatch
 
-from ..support import DIM, E1, E2, E3, T0, Api, clause, ids, new, rec
+from ..support import DIM, E1, E2, E3, T0, Api, assert_same, clause, ids, new, rec
 
 PLUS2 = timezone(timedelta(hours=2))
 
@@ -84,7 +84,7 @@ class BulkAddTests:
         assert api.bulk_add(_columns(rows)) == 4
         assert api.bulk_add(_columns([thread], vectors=False)) == 1
         got, want = api.query(), reference.query(RecordFilter())
-        assert got == want
+        assert_same(got, want, what="query() after bulk_add")
         assert [r.seq for r in got] == [1, 2, 3, 4, 5]
         for query in (E1, E2, E1 + E3):
             hits, expected = api.vector_search(query, k=5), reference.vector_search(query, RecordFilter(), 5)
@@ -150,3 +150,37 @@ class BulkAddTests:
         assert ids(api.query()) == ["m1"]
         with pytest.raises(InvalidArgument):
             api.bulk_add("not columns")  # type: ignore[arg-type]
+
+    @clause("spi.bulk_add", "9.atomic")
+    def test_large_batches_are_all_or_nothing(self, api: Api) -> None:
+        """5,000 rows with an already-stored id near the end write nothing, through ``bulk_add``
+        and through one ``write``; 5,000 good rows all land, with consecutive ``seq`` values in
+        row order.
+
+        Troubleshooting: one transaction for the whole call, however the rows are chunked for
+        the engine (no commit per chunk, no autocommit inserts).
+        """
+        api.write(WriteBatch(add=[new(rec("m1", content="the first"), E1)]))
+        n = 5_000
+        row_ids = [f"bulk{i:04d}" for i in range(n)]
+        clashing = row_ids[:4_990] + ["m1"] + row_ids[4_991:]
+        vectors = np.tile(np.asarray([E2, E3]), (n // 2, 1))
+
+        def columns(names: list[str]) -> RecordColumns:
+            return RecordColumns(record_id=names, content=[f"row {i} text" for i in range(n)], record_type="memory",
+                                 timestamp=T0, user_id="bulk-user", vectors=vectors)
+
+        with pytest.raises(Conflict, match="'m1'"):
+            api.bulk_add(columns(clashing))
+        with pytest.raises(Conflict, match="'m1'"):
+            api.write(WriteBatch(add=[new(rec(rid, content="row text", user="bulk-user"), E2) for rid in clashing]))
+        assert ids(api.query()) == ["m1"], "a failed large batch left rows behind"
+        assert api.count(RecordFilter(user_id="bulk-user")) == 0
+        assert ids(api.vector_search(E2, k=5)) == ["m1"]
+        assert api.bulk_add(columns(row_ids)) == n
+        rows = api.query(RecordFilter(user_id="bulk-user"))
+        assert ids(rows) == row_ids
+        seqs = [r.seq for r in rows]
+        assert all(b == a + 1 for a, b in zip(seqs, seqs[1:])), "bulk_add must assign consecutive seq values in row order"
+        assert seqs[0] > api.query(RecordFilter(record_ids=("m1",)))[0].seq
+

@@ -12,7 +12,20 @@ from agentmemory.errors import InvalidArgument
 from agentmemory.records import RecordType
 from agentmemory.spi import ANY, Capability, MemoryStore, RecordFilter, WriteBatch
 
-from ..support import E1, Api, clause, ids, new, rec, requires, scope_matches, vec
+from ..support import (
+    E1,
+    Api,
+    assert_reads_agree,
+    clause,
+    ids,
+    new,
+    rec,
+    reference_twin,
+    requires,
+    scope_matches,
+    vec,
+    write_both,
+)
 
 USERS = ("u1", "u10", None)
 """``u10`` shares a prefix with ``u1``: a ``LIKE 'u1%'`` bug leaks across users."""
@@ -27,6 +40,11 @@ SCOPE_STATES: dict[str, tuple[Any, ...]] = {
 
 def _scope_id(user: Any, agent: Any, thread: Any) -> str:
     return f"r-{user or '_'}-{agent or '_'}-{thread or '_'}"
+
+
+CASE_IDS = ("Bob", "bob", "BOB", "bób", "bo\u0301b", "Straße", "STRASSE", "strasse", "İstanbul", "i\u0307stanbul", "istanbul")
+"""Ids equal under case folding, accent stripping, Unicode normalisation or ``ß``/``ss``
+folding, yet different ids."""
 
 
 class ScopeTests:
@@ -79,6 +97,30 @@ class ScopeTests:
             assert set(got) == expected, f"keyword search with user={user!r} agent={agent!r} thread={thread!r}: got {sorted(got)}"
 
 
+    @clause("2.scope", "7.scope", "9.scope-boundary")
+    def test_scope_ids_differing_only_in_case_are_different_scopes(self, api: Api, store: MemoryStore) -> None:
+        """User, agent and thread ids that differ only in case, accents, Unicode normalisation
+        or ``ß``/``ss`` ("Bob", "bob", "BOB", "bób", "Straße", "STRASSE", …) are different
+        scopes in ``query``, ``count``, vector and keyword search.
+
+        Troubleshooting: compare scope columns with a binary (case- and accent-sensitive)
+        collation; never ``ILIKE``, ``lower()``, ``NOCASE`` or a normalising index.
+        """
+        ref = reference_twin(store)
+        batch = [new(rec(f"u-{i}", user=uid, content=f"scoped note {i}"), vec(1, i / 10)) for i, uid in enumerate(CASE_IDS)]
+        batch += [new(rec(f"a-{i}", agent=aid, thread=tid, content=f"scoped note agent {i}"), vec(i / 10, 1))
+                  for i, (aid, tid) in enumerate([("Agent", "T1"), ("agent", "t1"), ("AGENT", "t1"), ("agent", "T1")])]
+        write_both(api, ref, WriteBatch(add=batch))
+        for i, uid in enumerate(CASE_IDS):
+            flt = RecordFilter(user_id=uid)
+            assert ids(api.query(flt)) == [f"u-{i}"], f"user_id={uid!r} [{api.mode}]"
+            assert_reads_agree(api, ref, flt, vector=E1, text="scoped note", what=f"user_id={uid!r}")
+        for flt in (RecordFilter(agent_id="agent"), RecordFilter(agent_id="Agent"), RecordFilter(thread_id="t1"),
+                    RecordFilter(thread_id="T1", agent_id="agent"), RecordFilter(user_id=None, agent_id="AGENT")):
+            assert_reads_agree(api, ref, flt, vector=E1, text="scoped note agent", what="case-exact scope")
+        assert ids(api.query(RecordFilter(agent_id="agent"))) == ["a-1", "a-3"]
+
+
 class MetadataFilterTests:
     """The metadata-filter language: equality (nested), ``$array_contains``,
     ``$array_contains_any``, ``$not``, ANDed over keys."""
@@ -115,6 +157,26 @@ class MetadataFilterTests:
         ({"a": {"b": "nested"}}, ["m5"]),
         ({"missing": "x"}, []),
         ({"missing": {"$not": "x"}}, ["m0", "m1", "m2", "m3", "m4", "m5"]),
+        ({"color": {"$not": None}}, ["m0", "m1", "m2", "m3", "m5"]),
+        ({"n": {"$not": 1}}, ["m0", "m3", "m4", "m5"]),
+        ({"flag": {"$not": True}}, ["m0", "m2", "m3", "m4", "m5"]),
+        ({"flag": False}, ["m2"]),
+        ({"n": True}, []),
+        ({"n": 2.0}, ["m3"]),
+        ({"list": [2, 1]}, ["m5"]),
+        ({"list": {"$array_contains": [1, 2]}}, ["m4", "m5"]),
+        ({"list": {"$array_contains": [[1, 2]]}}, []),
+        ({"list": {"$array_contains_any": [2, 3]}}, ["m4", "m5"]),
+        ({"tags": {"$array_contains_any": ["a", 1]}}, ["m1"]),
+        ({"tags": {"$not": {"$array_contains_any": ["a", "b"]}}}, ["m0", "m3", "m4", "m5"]),
+        ({"color": ["red"]}, []),
+        ({"color": {"$array_contains": "red"}}, []),
+        ({"deep": {"x": {"y": 1.0}}}, ["m1", "m4"]),
+        ({"deep": {"x": {"$not": {"y": 1}}}}, ["m2", "m3"]),
+        ({"deep": {}}, ["m1", "m2", "m3", "m4"]),
+        ({"color": "red", "flag": True, "missing": {"$not": 1}}, ["m1"]),
+        ({"color": {"$not": "red"}, "tags": {"$array_contains": "c"}}, ["m2"]),
+        ({"color": "Red"}, ["m5"]),
     ]
 
     @clause("7.metadata-filter")
@@ -127,6 +189,7 @@ class MetadataFilterTests:
         as a UDF to evaluate exactly these rules.
         """
         api.write(WriteBatch(add=[new(rec(rid, metadata=meta)) for rid, meta in self.DOCS.items()]))
+        keyword = Capability.KEYWORD_SEARCH in store.capabilities()
         for flt_spec, expected in self.CASES:
             flt = RecordFilter(metadata_filter=flt_spec)
             assert ids(api.query(flt)) == expected, f"metadata_filter={flt_spec!r}"
@@ -135,6 +198,8 @@ class MetadataFilterTests:
             assert set(got) <= set(expected), f"vector search leaked {set(got) - set(expected)} past metadata_filter={flt_spec!r}"
             if Capability.APPROXIMATE_SEARCH not in store.capabilities():
                 assert sorted(got) == expected, f"vector search with metadata_filter={flt_spec!r}"
+            if keyword:
+                assert sorted(ids(api.keyword_search("content", flt, k=50))) == expected, f"keyword search with metadata_filter={flt_spec!r}"
 
     @clause("7.metadata-filter", "spi.errors")
     def test_malformed_filters_raise_invalid_argument(self, api: Api) -> None:

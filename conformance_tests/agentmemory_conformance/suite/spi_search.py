@@ -8,7 +8,7 @@ import pytest
 
 from agentmemory.errors import CapabilityNotSupported, InvalidArgument
 from agentmemory.records import RecordStatus, RecordType
-from agentmemory.spi import Capability, MemoryStore, RecordFilter, WriteBatch
+from agentmemory.spi import Capability, MemoryStore, RecordFilter, RecordPatch, WriteBatch
 
 from ..support import (
     DIM,
@@ -18,15 +18,20 @@ from ..support import (
     E4,
     Api,
     assert_hits_ordered,
+    assert_reads_agree,
+    assert_same,
     assert_vector_hits,
     assert_vector_ids,
     clause,
     exact_ranking,
     ids,
+    is_approximate,
     new,
     rec,
+    reference_twin,
     requires,
     vec,
+    write_both,
 )
 
 
@@ -101,6 +106,31 @@ class VectorSearchTests:
                 recalls.append(len(set(got) & set(truth)) / 10)
             mean = sum(recalls) / len(recalls)
             assert mean >= store.min_recall_at_10 - 1e-9, f"mean recall@10 {mean:.3f} < declared {store.min_recall_at_10} (filter {flt})"
+
+    @clause("spi.vector-search", "7.ties")
+    def test_distances_and_every_k(self, api: Api, store: MemoryStore) -> None:
+        """Hits carry ``distance = 1 - cos`` exactly as the reference computes it (0 for the same
+        direction at any length, 1 orthogonal, 2 opposite) and no score; ``k`` of 1, of the
+        number of candidates, past it and 10,000 all cut the same ranking; records without a
+        vector never appear.
+
+        Troubleshooting: normalise stored and query vectors (or use a cosine metric), return
+        ``1 - cos`` (not the similarity, not L2), and LIMIT after ordering by (distance, id).
+        """
+        ref = reference_twin(store)
+        vectors = {"same": E1, "long": vec(5), "ortho": E2, "opposite": vec(-1), "diagonal": vec(1, 1), "near": vec(1, 0.001),
+                   "skew": vec(3, -1, 2, 0.5), "tie-b": vec(0, 0, 1, 1), "tie-a": vec(0, 0, 2, 2)}
+        write_both(api, ref, WriteBatch(add=[new(rec(rid, content=f"vector {rid}"), v) for rid, v in vectors.items()]
+                                       + [new(rec("no-vector", content="vector none"), None),
+                                          new(rec("@thread:t", type=RecordType.THREAD, content=""), None)]))
+        n = len(vectors)
+        for k in (1, 2, n - 1, n, n + 1, 10_000):
+            for probe in (E1, vec(0, 0, 1, 1), vec(-2, 1, 0, 0)):
+                assert_reads_agree(api, ref, RecordFilter(), vector=probe, k=k, what=f"k={k}")
+        if not is_approximate(store):
+            hits = {h.record.record_id: h.distance for h in api.vector_search(E1, k=n)}
+            for rid, want in (("same", 0.0), ("long", 0.0), ("ortho", 1.0), ("opposite", 2.0), ("diagonal", 1 - 2**-0.5)):
+                assert abs(float(hits[rid] or 0.0) - want) < 1e-6, f"distance of {rid!r}: {hits[rid]}, expected {want}"
 
     @clause("spi.vector-search", "spi.errors")
     def test_arguments_are_validated(self, api: Api) -> None:
@@ -183,6 +213,103 @@ class KeywordSearchTests:
         if language == "english":
             assert set(ids(api.keyword_search("running", k=10))) == {"s1", "s2"}
             assert api.keyword_search("the of", k=10) == []
+
+    @clause("spi.keyword-search", "spi.async-parity")
+    @requires(Capability.KEYWORD_SEARCH)
+    def test_non_latin_and_accented_words_match_exactly(self, api: Api, store: MemoryStore) -> None:
+        """Words in other scripts (日本語, Ελληνικά, Русский) and accented words (ünïcødé, café)
+        match exactly the records holding that word, case-insensitively, in sync and async
+        search alike: no accent folding ("café" does not find "cafe"), no splitting of words
+        joined by ``_``, the same terms, hits and scores as the reference.
+
+        Troubleshooting: index ``analyzer.terms(content)`` and query ``analyzer.terms(text)``
+        (``agentmemory.analysis``) with the engine's own folding, stemming and tokenising off,
+        and keep the text Unicode end to end (no ASCII transliteration, no byte strings).
+        """
+        ref = reference_twin(store)
+        docs = {
+            "jp": "日本語 のテキスト", "jp2": "日本 語", "acc": "ünïcødé text", "acc-caps": "ÜNÏCØDÉ Text",
+            "plain": "unicode text", "cafe-acc": "naïve café", "cafe": "naive cafe", "snake": "snake_case_word",
+            "words": "snake case word", "greek": "Ελληνικά κείμενο", "ru": "Русский текст",
+        }
+        write_both(api, ref, WriteBatch(add=[new(rec(rid, content=text), vec(1, i)) for i, (rid, text) in enumerate(docs.items())]))
+        for text in ("日本語", "のテキスト", "日本", "ünïcødé", "ÜNÏCØDÉ", "unicode", "café", "cafe", "naïve", "snake_case_word",
+                     "snake", "Ελληνικά", "ΕΛΛΗΝΙΚΆ", "русский", "text", "日本語 ünïcødé café"):
+            assert_same(api.keyword_search(text, k=20), ref.keyword_search(text, RecordFilter(), 20), seq=False,
+                        what=f"keyword_search({text!r}) [{api.mode}]")
+        if ref.analyzer.language == "english":
+            for text, expected in (("日本語", {"jp"}), ("ünïcødé", {"acc", "acc-caps"}), ("unicode", {"plain"}), ("café", {"cafe-acc"}),
+                                   ("cafe", {"cafe"}), ("snake", {"words"}), ("snake_case_word", {"snake"}), ("Русский", {"ru"})):
+                assert set(ids(api.keyword_search(text, k=20))) == expected, f"keyword_search({text!r}) [{api.mode}]"
+
+    @clause("spi.keyword-search", "7.ties")
+    @requires(Capability.KEYWORD_SEARCH)
+    def test_scores_ties_and_cuts_equal_the_reference(self, api: Api, store: MemoryStore) -> None:
+        """BM25 over the shared analyser's terms: for single- and multi-word queries (repeated
+        words count once, stop words not at all, stems meet), under filters and at every ``k``,
+        the hits, their order, their scores (within 1e-6, relative) and the order of tied
+        scores (by record id) are the reference's; corpus statistics (document count, document
+        frequency, average length) cover every searchable record, whatever the filter.
+
+        Troubleshooting: score with ``agentmemory.bm25`` (natural-log idf, k1=1.2, b=0.75,
+        summing over the distinct query terms) and compute N, df and the average length over all
+        records with a vector, not over the filtered ones, not including deleted ones.
+        """
+        ref = reference_twin(store)
+        docs = [
+            ("d01", "apple", "u1", RecordType.MEMORY), ("d02", "apple apple banana", "u1", RecordType.FACT),
+            ("d03", "apple banana cherry falcon guitar harbor island jungle", "u2", RecordType.FACT),
+            ("d04", "The runner was running; she runs daily", "u1", RecordType.MESSAGE),
+            ("d05", "invoice 7421 for order ZX-4471", "u2", RecordType.MEMORY), ("d06", "invoices and invoicing", None, RecordType.FACT),
+            ("d07", "don't stop the banana", "u1", RecordType.PREFERENCE), ("tie-c", "tie words here", "u2", RecordType.MEMORY),
+            ("tie-a", "tie words here", "u1", RecordType.MEMORY), ("tie-b", "tie words here", "u2", RecordType.FACT),
+            ("d08", "cherry " * 12 + "apple", None, RecordType.MEMORY), ("d09", "banana split", "u1", RecordType.MESSAGE),
+        ]
+        write_both(api, ref, WriteBatch(add=[
+            new(rec(rid, content=text, user=user, type=rtype, metadata={"g": i % 2},
+                    status=RecordStatus.INVALID if i % 5 == 4 else RecordStatus.VALID), vec(1, i))
+            for i, (rid, text, user, rtype) in enumerate(docs)
+        ] + [new(rec("hidden", content="apple banana tie words", type=RecordType.THREAD), None)]))
+        queries = ("apple", "apple apple", "the apple", "APPLE banana", "running", "invoice 7421", "zx 4471", "don't", "tie words",
+                   "banana cherry falcon", "the of")
+        filters = (RecordFilter(), RecordFilter(user_id="u1"), RecordFilter(record_types=frozenset({RecordType.FACT, RecordType.MEMORY}), metadata_filter={"g": 0}))
+        for text in queries:
+            for flt in filters:
+                for k in (1, 3, 50):
+                    assert_same(api.keyword_search(text, flt, k), ref.keyword_search(text, flt, k), seq=False,
+                                what=f"keyword_search({text!r}, k={k}) [{api.mode}] {flt}")
+        assert ids(api.keyword_search("tie words", k=2)) == ["tie-a", "tie-b"]
+        write_both(api, ref, WriteBatch(delete=["d03", "tie-a"]))
+        for text in ("apple", "tie words", "banana cherry falcon"):
+            assert_same(api.keyword_search(text, RecordFilter(user_id="u2"), 10), ref.keyword_search(text, RecordFilter(user_id="u2"), 10),
+                        seq=False, what=f"keyword_search({text!r}) after deletes [{api.mode}]")
+
+    @clause("spi.keyword-search", "spi.write")
+    @requires(Capability.KEYWORD_SEARCH)
+    def test_vector_patches_keep_keyword_search_right(self, api: Api, store: MemoryStore) -> None:
+        """Keyword search covers exactly the records that have a vector: a patch that adds a
+        vector makes a record findable by its current content, ``vector=None`` removes it, and
+        content patched with, before or after a vector change is what is matched and scored.
+
+        Troubleshooting: keep the keyword index keyed to the records with a vector, and update
+        it in the same transaction as every patch that touches content or vector.
+        """
+        ref = reference_twin(store)
+        write_both(api, ref, WriteBatch(add=[new(rec("a", content="zebra stripes"), None), new(rec("b", content="zebra crossing"), E2),
+                                             new(rec("c", content="other words"), E3)]))
+        for patch in (
+            RecordPatch("a", vector=E1),
+            RecordPatch("a", vector=None),
+            RecordPatch("a", content="zebra zebra herd", vector=E2),
+            RecordPatch("a", content="lion pride"),
+            RecordPatch("b", vector=None),
+            RecordPatch("b", content="zebra pride"),
+            RecordPatch("b", vector=vec(1, 1)),
+            RecordPatch("a", vector=E3),
+        ):
+            write_both(api, ref, WriteBatch(patch=[patch]))
+            for text in ("zebra", "lion pride", "stripes crossing"):
+                assert_reads_agree(api, ref, RecordFilter(), vector=E1, text=text, what=f"after {patch}")
 
     @clause("spi.keyword-search")
     @requires(Capability.KEYWORD_SEARCH)
