@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta, timezone
@@ -27,9 +28,10 @@ from typing import Any, TypeVar
 import numpy as np
 import pytest
 
+from agentmemory.bm25 import bm25
 from agentmemory.bulk import RecordColumns
-from agentmemory.records import RecordStatus, RecordType
-from agentmemory.reference_store import InMemoryStore
+from agentmemory.records import Record, RecordStatus, RecordType
+from agentmemory.reference_store import InMemoryStore, record_matches
 from agentmemory.spi import Capability, Hit, MemoryStore, NewRecord, RecordFilter, RecordPatch, WriteBatch
 
 from ..support import (
@@ -53,6 +55,9 @@ TIER_MIN_ROWS = 320
 """The tier's smallest store (records with a vector), whatever the thresholds."""
 TIER_MAX_ROWS = 25_000
 """The tier's largest store: an index whose threshold is above it is not reached (reported)."""
+FULL_TIER_ROWS = 3_000
+"""Above this size (high thresholds and no ``make_indexed_store``, e.g. the zero-code run) the
+tier compares a smaller matrix: fewer filters and queries, rarer keywords (``matrix``)."""
 
 PLUS2 = timezone(timedelta(hours=2))
 MINUS5 = timezone(timedelta(hours=-5))
@@ -93,6 +98,28 @@ KEYWORD_QUERIES = (
     "apple", "invoice", "RUNNING", "café", "東京", "日本語 report", "order_7421", "7421",
     "apple banana cherry", "the of", "zebra", "Paris travel", "quokka", "ünïcødé piano",
 )
+
+
+LARGE_FILTERS = ("all", "user Bob (not bob)", "rare user", "thread only", "expired at T0", "tags red or blue", "combined")
+LARGE_KEYWORDS = ("quokka", "東京", "order_7421", "ünïcødé piano", "zeppelin marimba")
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """What the tier compares at one size: filters, keyword queries, query vectors (indexes
+    into ``TierData.queries``)."""
+
+    filters: dict[str, RecordFilter]
+    keywords: tuple[str, ...]
+    vectors: tuple[int, ...]
+
+
+def matrix(rows: int) -> Matrix:
+    """Every filter and query up to ``FULL_TIER_ROWS`` records; above, a subset that still
+    mixes scopes (case, rare), threads, expiry, metadata operators and ties."""
+    if rows <= FULL_TIER_ROWS:
+        return Matrix(dict(VECTOR_FILTERS), KEYWORD_QUERIES, tuple(range(10)))
+    return Matrix({name: VECTOR_FILTERS[name] for name in LARGE_FILTERS}, LARGE_KEYWORDS, (0, 6, 7, 8, 9))
 
 
 # ---- the tier's data -----------------------------------------------------------------------
@@ -381,10 +408,11 @@ class IndexTierTests:
         """
         ref, data = _fill(tier_store, "sync", request)
         apis = [Api(tier_store, "sync"), Api(tier_store, "async")]
-        compare_vector_search(apis, ref, data.queries, VECTOR_FILTERS)
+        m = matrix(data.rows)
+        compare_vector_search(apis, ref, [data.queries[i] for i in m.vectors], m.filters)
         compare_vector_search(apis, ref, data.queries[:3], {"all": RecordFilter(), "user u1": RecordFilter(user_id="u1")}, k=1)
         compare_vector_search(apis, ref, data.queries[6:9], {"all": RecordFilter(), "alive at T0": RecordFilter(alive_at=T0)}, k=50)
-        compare_reads(apis, ref, VECTOR_FILTERS)
+        compare_reads(apis, ref, _read_filters(m, data))
 
     @clause("spi.keyword-search", "spi.index-tier")
     @requires(Capability.KEYWORD_SEARCH)
@@ -398,9 +426,10 @@ class IndexTierTests:
         the live corpus statistics (documents with a vector, their average length, each term's
         document frequency); filters apply inside the index's candidates, never after a cut.
         """
-        ref, _ = _fill(tier_store, "async", request)
+        ref, data = _fill(tier_store, "async", request)
         apis = [Api(tier_store, "async"), Api(tier_store, "sync")]
-        compare_keyword_search(apis, ref, KEYWORD_QUERIES, VECTOR_FILTERS, exact_scores=True)
+        m = matrix(data.rows)
+        compare_keyword_search(apis, ref, m.keywords, m.filters, exact_scores=True)
 
     @clause("spi.vector-search", "spi.keyword-search", "spi.index-tier", "spi.write")
     def test_indexes_follow_deletes_and_patches(self, tier_store: MemoryStore, request: pytest.FixtureRequest) -> None:
@@ -419,15 +448,17 @@ class IndexTierTests:
             apis[i % 2].write(batch)
             ref.write(batch)
         keyword = Capability.KEYWORD_SEARCH in tier_store.capabilities()
-        queries = (*KEYWORD_QUERIES[:6], "zebra", "quokka", "returned")
-        compare_vector_search(apis, ref, data.queries, VECTOR_FILTERS, per_filter=2)
-        compare_reads(apis, ref, VECTOR_FILTERS)
+        m = matrix(data.rows)
+        queries = tuple(dict.fromkeys((*m.keywords[:6], "zebra", "quokka", "returned")))
+        vectors = [data.queries[i] for i in m.vectors]
+        compare_vector_search(apis, ref, vectors, m.filters, per_filter=2)
+        compare_reads(apis, ref, _read_filters(m, data))
         if keyword:
-            compare_keyword_search(apis, ref, queries, VECTOR_FILTERS, exact_scores=False)
+            compare_keyword_search(apis, ref, queries, m.filters, exact_scores=False)
         _settle(apis[1], data.rows, "after the changes")
-        compare_vector_search(apis[::-1], ref, data.queries, VECTOR_FILTERS, per_filter=2)
+        compare_vector_search(apis[::-1], ref, vectors, m.filters, per_filter=2)
         if keyword:
-            compare_keyword_search(apis[::-1], ref, queries, VECTOR_FILTERS, exact_scores=True)
+            compare_keyword_search(apis[::-1], ref, queries, m.filters, exact_scores=True)
 
     @clause("spi.vector-search", "spi.keyword-search", "spi.index-tier")
     def test_default_thresholds_are_reached(self, store_factory: StoreFactory, open_tier_store: Callable[[StoreFactory, str], MemoryStore], request: pytest.FixtureRequest) -> None:
@@ -459,6 +490,14 @@ class IndexTierTests:
             compare_keyword_search(apis, ref, ("zebra", "quokka"), filters, exact_scores=False, per_filter=1)
 
 
+def _read_filters(m: Matrix, data: TierData) -> dict[str, RecordFilter]:
+    """The filters ``query``/``count`` are compared under: all of them, except the unfiltered
+    one above ``FULL_TIER_ROWS`` (reading every record twice costs more than it checks)."""
+    if data.rows <= FULL_TIER_ROWS:
+        return m.filters
+    return {name: flt for name, flt in m.filters.items() if name != "all"}
+
+
 def _thresholds(store: MemoryStore) -> dict[str, int]:
     thresholds = store.index_thresholds()
     assert isinstance(thresholds, dict) and all(
@@ -484,25 +523,56 @@ def _settle(api: Api, rows: int, when: str) -> dict[str, bool]:
     return status
 
 
-class _RememberedTerms:
-    """The reference's analyzer with each text's terms remembered: the reference analyses its
-    whole corpus again on every keyword search, and the tier searches hundreds of times."""
+class TierReference(InMemoryStore):
+    """The reference store, keeping each document's analysed terms (and an inverted index of
+    them) from one write to the next: ``InMemoryStore`` analyses its whole corpus again on
+    every keyword search, and the tier searches hundreds of times over thousands of records.
+    The scores are the reference's: the same corpus, statistics, filter and ``bm25`` calls with
+    the terms in the same order (``_fill`` checks a few searches against ``InMemoryStore``'s)."""
 
-    def __init__(self, analyzer: Any) -> None:
-        self._analyzer = analyzer
-        self._terms: dict[str, list[str]] = {}
+    def __init__(self, *, language: str | None = None) -> None:
+        super().__init__(language=language)
+        self._counts: dict[str, Counter[str]] = {}
+        self._postings: dict[str, set[str]] | None = None
 
-    def terms(self, text: str) -> list[str]:
-        found = self._terms.get(text)
-        if found is None:
-            found = self._terms[text] = self._analyzer.terms(text)
-        return list(found)
+    def _write(self, batch: WriteBatch) -> list[Record]:
+        self._postings = None
+        return super()._write(batch)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._analyzer, name)
+    def _doc(self, content: str) -> Counter[str]:
+        counts = self._counts.get(content)
+        if counts is None:
+            counts = self._counts[content] = Counter(self.analyzer.terms(content))
+        return counts
+
+    def _keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
+        terms = set(self.analyzer.terms(text))
+        with self._lock:
+            corpus = [r for r in self._records.values() if r.record_id in self._vectors]
+        if not terms or not corpus:
+            return []
+        docs = {r.record_id: self._doc(r.content) for r in corpus}
+        if self._postings is None:
+            postings: dict[str, set[str]] = {}
+            for rid, counts in docs.items():
+                for term in counts:
+                    postings.setdefault(term, set()).add(rid)
+            self._postings = postings
+        avg_len = sum(sum(c.values()) for c in docs.values()) / len(docs) or 1.0
+        df = {t: len(self._postings.get(t, ())) for t in terms}
+        candidates = set().union(*(self._postings.get(t, set()) for t in terms))
+        hits = []
+        for record in corpus:
+            if record.record_id not in candidates or not record_matches(record, filter):
+                continue
+            score = bm25(docs[record.record_id], terms, df, len(docs), avg_len)
+            if score > 0:
+                hits.append(Hit(record=record, score=score))
+        hits.sort(key=lambda h: (-round(h.score or 0.0, 6), h.record.record_id))
+        return hits[:k]
 
 
-def _fill(store: MemoryStore, mode: str, request: pytest.FixtureRequest, seed: int = 1234) -> tuple[InMemoryStore, TierData]:
+def _fill(store: MemoryStore, mode: str, request: pytest.FixtureRequest, seed: int = 1234) -> tuple[TierReference, TierData]:
     """Fill ``store`` past its thresholds (``bulk_add``, then records without a vector) and
     settle it, through the API of ``mode``; the reference gets the same records. The size,
     thresholds and what ``settle`` reported go to the report (``agentmemory_index_tier``)."""
@@ -511,13 +581,17 @@ def _fill(store: MemoryStore, mode: str, request: pytest.FixtureRequest, seed: i
     rows = tier_size(thresholds)
     data = tier_data(rows, seed)
     language = getattr(getattr(store, "analyzer", None), "language", "english")
-    ref = InMemoryStore(language=language)
-    ref.analyzer = _RememberedTerms(ref.analyzer)  # type: ignore[assignment]
+    ref = TierReference(language=language)
     ref.open(dimension=DIM)
     assert api.bulk_add(data.columns) == rows
     ref.bulk_add(data.columns)
     api.write(WriteBatch(add=data.extra))
     ref.write(WriteBatch(add=data.extra))
+    if rows <= FULL_TIER_ROWS:  # the tier's reference scores as InMemoryStore does
+        for text, flt in (("apple banana", RecordFilter()), ("invoice 東京", VECTOR_FILTERS["combined"])):
+            assert [(h.record.record_id, h.score) for h in ref.keyword_search(text, flt, 10_000)] == [
+                (h.record.record_id, h.score) for h in InMemoryStore._keyword_search(ref, text, flt, 10_000)
+            ], "TierReference disagrees with InMemoryStore"
     status = _settle(api, rows, "after the fill")
     request.node.user_properties.append(("agentmemory_index_tier", {
         "rows": rows, "thresholds": thresholds, "settled": status,
