@@ -432,33 +432,48 @@ class IndexTierTests:
         compare_keyword_search(apis, ref, m.keywords, m.filters, exact_scores=True)
 
     @clause("spi.vector-search", "spi.keyword-search", "spi.index-tier", "spi.write")
-    def test_indexes_follow_deletes_and_patches(self, tier_store: MemoryStore, request: pytest.FixtureRequest) -> None:
+    def test_indexes_follow_deletes_and_patches(
+        self, tier_store: MemoryStore, indexed_store_factory: StoreFactory,
+        open_tier_store: Callable[[StoreFactory, str], MemoryStore], request: pytest.FixtureRequest,
+    ) -> None:
         """After the indexes are built: deleting top hits, re-adding deleted ids (without a
         vector: not searchable; with one: found at its new place), patching content, vectors
         (removed, added), statuses, expiry and metadata. Searches match the reference at once
         (before any ``settle``: keyword scores may then use the index's last statistics, the
-        matching sets may not), and exactly again after ``settle``.
+        matching sets may not), again after a reopen (``PERSISTENCE``: indexes and pending
+        changes loaded from storage), and exactly after ``settle``.
 
         Troubleshooting: an index built earlier must not answer for a record changed or deleted
-        since: track changed ids (or rebuild) and read every returned field from the live row.
+        since: track changed ids durably (or rebuild) and read every returned field from the
+        live row.
         """
-        ref, data = _fill(tier_store, "sync", request)
-        apis = [Api(tier_store, "sync"), Api(tier_store, "async")]
+        store = tier_store
+        ref, data = _fill(store, "sync", request)
+        apis = [Api(store, "sync"), Api(store, "async")]
         for i, batch in enumerate(mutations(data, ref)):
             apis[i % 2].write(batch)
             ref.write(batch)
-        keyword = Capability.KEYWORD_SEARCH in tier_store.capabilities()
+        keyword = Capability.KEYWORD_SEARCH in store.capabilities()
         m = matrix(data.rows)
         queries = tuple(dict.fromkeys((*m.keywords[:6], "zebra", "quokka", "returned")))
         vectors = [data.queries[i] for i in m.vectors]
-        compare_vector_search(apis, ref, vectors, m.filters, per_filter=2)
+
+        def compare(exact_scores: bool, per_filter: int) -> None:
+            compare_vector_search(apis, ref, vectors, m.filters, per_filter=per_filter)
+            if keyword:
+                compare_keyword_search(apis, ref, queries, m.filters, exact_scores=exact_scores, per_filter=per_filter)
+
+        compare(False, 2)
         compare_reads(apis, ref, _read_filters(m, data))
-        if keyword:
-            compare_keyword_search(apis, ref, queries, m.filters, exact_scores=False)
+        if Capability.PERSISTENCE in store.capabilities():
+            store.close()
+            close_loop(store)
+            store = open_tier_store(indexed_store_factory, "indexed")
+            apis = [Api(store, "async"), Api(store, "sync")]
+            compare(False, 1)
         _settle(apis[1], data.rows, "after the changes")
-        compare_vector_search(apis[::-1], ref, vectors, m.filters, per_filter=2)
-        if keyword:
-            compare_keyword_search(apis[::-1], ref, queries, m.filters, exact_scores=True)
+        apis.reverse()
+        compare(True, 2)
 
     @clause("spi.vector-search", "spi.keyword-search", "spi.index-tier")
     def test_default_thresholds_are_reached(self, store_factory: StoreFactory, open_tier_store: Callable[[StoreFactory, str], MemoryStore], request: pytest.FixtureRequest) -> None:
