@@ -288,6 +288,7 @@ class RecordCrudTests:
             RecordPatch("a", expires_at=(T0 + timedelta(days=20)).astimezone(zone)),
             RecordPatch("a", vector=vec(0, 0, 1, 1)),
             RecordPatch("a", metadata={}),
+            RecordPatch("a", content="  alpha padded\tcontent  \n"),
         ):
             write_both(api, ref, WriteBatch(patch=[patch]))
             for flt in (RecordFilter(), RecordFilter(alive_at=T0 + timedelta(days=15))):
