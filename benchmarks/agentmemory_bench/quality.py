@@ -116,13 +116,14 @@ def window_method() -> Method:
 
 
 def fitted_card(thread: Thread, budget: int, count: Callable[[str], int] = estimate_tokens) -> str:
-    """``thread.get_context_card(token_budget=...)`` with its budget lowered (up to six tries)
+    """``thread.get_context_card(token_budget=...)`` (the default card: the budget, not a result
+    count, sizes it) with its budget lowered (up to six tries)
     until the card's text fits ``budget`` as ``count`` measures it; returns the last card's text
     (the caller decides what to do if it still does not fit)."""
     relevant_budget = budget
     text = ""
     for _ in range(6):
-        card = thread.get_context_card(max_relevant_results=max(5, min(1000, budget // 20)), token_budget=relevant_budget)
+        card = thread.get_context_card(token_budget=relevant_budget)
         text = card.content
         over = count(text) - budget
         if over <= 0:
