@@ -33,7 +33,11 @@ class LinkLifecycleTests:
     @clause("2.links", "2.status")
     def test_lifecycle_link_invalidates_and_delete_restores(self, memory: ClientApi) -> None:
         """Each lifecycle link makes its target invalid (the source stays valid); deleting the
-        link makes the target valid again."""
+        link makes the target valid again.
+
+        Troubleshooting: the client flips statuses through ``write`` patches in the link's
+        batch; a backend that drops or reorders patches within a batch breaks it.
+        """
         for ltype in ("supersedes", "refines", "duplicates"):
             old = memory.add_memory(f"old {ltype}", user_id="u")
             newer = memory.add_memory(f"new {ltype}", user_id="u")
@@ -47,7 +51,11 @@ class LinkLifecycleTests:
     @clause("2.links", "2.status")
     def test_target_stays_invalid_while_another_lifecycle_link_remains(self, memory: ClientApi) -> None:
         """Deleting one of two lifecycle links leaves the target invalid; deleting the last
-        restores it."""
+        restores it.
+
+        Troubleshooting: the client asks ``links(record_ids=[target])`` for the remaining
+        links; links must be found from either end.
+        """
         target = memory.add_memory("target", user_id="u")
         a = memory.add_memory("a", user_id="u")
         b = memory.add_memory("b", user_id="u")
@@ -61,7 +69,11 @@ class LinkLifecycleTests:
     @clause("2.links", "2.status")
     def test_non_lifecycle_links_keep_both_valid(self, memory: ClientApi) -> None:
         """``supports`` and ``contradicts`` never change status; listing shows the link from
-        either end."""
+        either end.
+
+        Troubleshooting: ``links(record_ids=...)`` must return links where the record is the
+        source or the target.
+        """
         a = memory.add_memory("claim", user_id="u")
         b = memory.add_memory("evidence", user_id="u")
         c = memory.add_memory("counter", user_id="u")
@@ -74,7 +86,11 @@ class LinkLifecycleTests:
     @clause("2.links", "2.status")
     def test_link_type_updates_follow_the_lifecycle(self, memory: ClientApi) -> None:
         """Changing a lifecycle link to ``supports`` restores the target; changing it back
-        invalidates it again."""
+        invalidates it again.
+
+        Troubleshooting: an update is one batch deleting and re-adding the link: link
+        deletes must run before link adds.
+        """
         a = memory.add_memory("a", user_id="u")
         b = memory.add_memory("b", user_id="u")
         lk = memory.link_records(a, b, "duplicates")
@@ -88,7 +104,11 @@ class LinkLifecycleTests:
     @clause("2.links", "2.status")
     def test_add_memory_with_link_and_delete_source(self, memory: ClientApi) -> None:
         """``add_memory(memory_id_to_link=..., link_type="supersedes")`` invalidates the old
-        memory in the same write; deleting the new memory restores the old one."""
+        memory in the same write; deleting the new memory restores the old one.
+
+        Troubleshooting: a record delete must remove its links in the same transaction (the
+        client then restores the target).
+        """
         old = memory.add_memory("lives in Paris", user_id="u")
         newer = memory.add_memory("lives in Lyon", user_id="u", memory_id_to_link=old, link_type="supersedes")
         assert _status(memory, old) is RecordStatus.INVALID
@@ -98,7 +118,11 @@ class LinkLifecycleTests:
 
     @clause("2.status", "7.status")
     def test_invalid_results_are_history(self, memory: ClientApi) -> None:
-        """Invalid records are returned by search and listing unless excluded."""
+        """Invalid records are returned by search and listing unless excluded.
+
+        Troubleshooting: ``statuses`` must filter vector search too, and an unfiltered
+        search must return invalid records.
+        """
         old = memory.add_memory("coffee preference black", user_id="u", memory_type="preference")
         memory.add_memory("coffee preference with milk", user_id="u", memory_type="preference", memory_id_to_link=old, link_type="supersedes")
         assert old in _hit_ids(memory.search("coffee preference", user_id="u"))
@@ -127,7 +151,11 @@ class HopTests:
     @clause("7.hops")
     def test_hops_follow_both_directions_by_depth(self, memory: ClientApi) -> None:
         """Depth 1 reaches direct neighbours in both directions, each further hop one more ring;
-        the relation is the first link's, seen from the result."""
+        the relation is the first link's, seen from the result.
+
+        Troubleshooting: hops read ``links(record_ids=...)`` for both ends; links must keep
+        their source/target orientation.
+        """
         self._chain(memory)
         assert self._linked(memory, "alpha alpha alpha") == []
         assert self._linked(memory, "alpha alpha alpha", num_hops=1) == [("m-bravo", 1, "supports")]
@@ -139,7 +167,11 @@ class HopTests:
     @clause("7.hops")
     def test_shortest_path_wins_and_cap(self, memory: ClientApi) -> None:
         """A record reachable at several depths appears once, at its shortest depth;
-        ``max_linked_results`` caps the list (nearest first)."""
+        ``max_linked_results`` caps the list (nearest first).
+
+        Troubleshooting: hops read ``links(record_ids=...)`` ring by ring; a lookup must
+        return every link touching any of the ids, once.
+        """
         self._chain(memory)
         memory.link_records("m-alpha", "m-delta", "supports", link_id="l-ad")
         linked = self._linked(memory, "alpha alpha alpha", num_hops=3)
@@ -150,7 +182,11 @@ class HopTests:
 
     @clause("7.hops", "9.scope-boundary")
     def test_hops_never_cross_scope_or_expiry(self, memory: ClientApi, clock: FakeClock) -> None:
-        """A linked record outside the search's scope, or expired, is never attached."""
+        """A linked record outside the search's scope, or expired, is never attached.
+
+        Troubleshooting: linked records are fetched with the search's scope and
+        ``alive_at``; ``query`` must apply both to ``record_ids`` lookups.
+        """
         memory.add_memory("root root root", user_id="u", memory_id="m-root")
         memory.add_memory("secret of another user", user_id="v", memory_id="m-other")
         memory.add_memory("short lived", user_id="u", memory_id="m-short", ttl_days=1)
@@ -169,7 +205,11 @@ class BudgetTests:
 
     @clause("7.budgets")
     def test_hard_and_soft_budgets(self, memory: ClientApi) -> None:
-        """Budgets keep a prefix of the unbudgeted results."""
+        """Budgets keep a prefix of the unbudgeted results.
+
+        Troubleshooting: budgets only cut the ranked list; a failure here usually means
+        unstable ordering of equal scores (ties by id).
+        """
         from agentmemory.tokens import estimate_tokens
 
         for i, size in enumerate((3, 9, 5, 12, 4)):
@@ -197,7 +237,11 @@ class TtlTests:
     @clause("2.ttl")
     def test_expired_memory_invisible_everywhere(self, memory: ClientApi, clock: FakeClock) -> None:
         """At its expiry instant a memory disappears from get, list and search; purge removes
-        it from storage."""
+        it from storage.
+
+        Troubleshooting: ``alive_at`` must hide a record whose ``expires_at`` equals it, in
+        ``query`` and both searches; ``expired_at`` must select it for the purge.
+        """
         rid = memory.add_memory("ephemeral note", user_id="u", ttl_days=1)
         keep = memory.add_memory("ephemeral but durable note", user_id="u")
         clock.advance(hours=23, minutes=59)
@@ -218,7 +262,11 @@ class TtlTests:
     def test_retention_default_and_maximum(self, memory_factory: Callable[..., Any], clock: FakeClock) -> None:
         """``default_ttl_days`` applies to messages and memories that omit ``ttl_days``;
         ``max_ttl_days`` clamps longer ones; the ``timestamp`` anchor counts from the record's
-        own time."""
+        own time.
+
+        Troubleshooting: ``expires_at`` must round-trip as the instant the client wrote (no
+        time-zone or precision loss).
+        """
         from agentmemory.config import MemoryRetentionConfig, TimeToLiveAnchor
 
         mem = memory_factory("ret", retention=MemoryRetentionConfig(default_ttl_days=2, max_ttl_days=5))
@@ -258,7 +306,11 @@ class CascadeTests:
     def test_delete_user_cascade_forgets_everything(self, memory: ClientApi) -> None:
         """After ``delete_user(cascade=True)`` nothing of the user is readable or searchable;
         other users are intact, and links from the user's records are gone (restoring what
-        they invalidated)."""
+        they invalidated).
+
+        Troubleshooting: the cascade deletes by scope (``query(user_id=...)``) in one batch;
+        every record and link of the user must be gone from every read.
+        """
         self._populate(memory)
         assert _status(memory, "v-mem") is RecordStatus.INVALID
         assert memory.delete_user("u") > 0
@@ -276,7 +328,11 @@ class CascadeTests:
     @clause("3.cascade")
     def test_delete_thread_and_agent(self, memory: ClientApi) -> None:
         """``delete_thread`` removes the thread's messages and memories only; ``delete_agent``
-        (cascade) removes every record carrying that agent."""
+        (cascade) removes every record carrying that agent.
+
+        Troubleshooting: the cascade queries by ``thread_id`` / ``agent_id``; scope filters
+        must be exact equality.
+        """
         self._populate(memory)
         memory.delete_thread("t-u")
         store = memory.target.store
@@ -297,7 +353,11 @@ class MessageTests:
     @clause("4.messages", "2.thread")
     def test_order_and_windows(self, memory: ClientApi) -> None:
         """Insertion order wins over timestamps and ids; windows are 0-based, end exclusive;
-        no bounds gives the newest 20; threads never mix."""
+        no bounds gives the newest 20; threads never mix.
+
+        Troubleshooting: messages are ordered by ``seq`` (insertion), never by timestamp or
+        id; windows are ``offset``/``limit`` over that order.
+        """
         t1 = memory.create_thread("t1", user_id="u")
         t2 = memory.create_thread("t2", user_id="u")
         sent = []
@@ -322,7 +382,11 @@ class MessageTests:
 
     @clause("4.messages", "9.atomic")
     def test_add_messages_is_one_ordered_batch(self, memory: ClientApi) -> None:
-        """A batch of messages lands in order; a batch with a duplicate id lands not at all."""
+        """A batch of messages lands in order; a batch with a duplicate id lands not at all.
+
+        Troubleshooting: all messages of one call are one ``write``: a conflicting id must
+        roll back the whole batch.
+        """
         t = memory.create_thread("t", user_id="u")
         ids = t.add_messages([{"role": "user", "content": f"m{i}"} for i in range(5)])
         assert [m.record_id for m in t.get_messages(0, 10)] == ids
@@ -340,7 +404,11 @@ class ClientScopeTests:
     def test_search_scope_states(self, memory: ClientApi) -> None:
         """A user's search and listing never return another user's records (not even one whose id
         extends it); agent and thread scopes take the three states (exact id, exact absent,
-        unconstrained)."""
+        unconstrained).
+
+        Troubleshooting: ``None`` means IS NULL and an id means equality in vector search
+        too (no LIKE, no prefix).
+        """
         memory.add_memory("shared topic words", user_id="u", agent_id="a", memory_id="u-a")
         memory.add_memory("shared topic words", user_id="u", memory_id="u-none")
         memory.add_memory("shared topic words", user_id="u1", agent_id="a", memory_id="u1-a")
@@ -368,7 +436,11 @@ class ClientScopeTests:
 
     @clause("7.ties")
     def test_ties_break_by_id_in_client_search(self, memory: ClientApi) -> None:
-        """Equal scores come in record-id order, whatever the insertion order."""
+        """Equal scores come in record-id order, whatever the insertion order.
+
+        Troubleshooting: return equal-distance hits ordered by record id (compare distances
+        rounded to 6 decimals).
+        """
         for rid in ("tie-c", "tie-a", "tie-d", "tie-b"):
             memory.add_memory("identical text", user_id="u", memory_id=rid)
         store = memory.target.store
@@ -388,7 +460,11 @@ class ClientStrategyTests:
     def test_keyword_and_hybrid_strategies(self, memory: ClientApi) -> None:
         """Keyword search finds exact words the vector side may rank low; hybrid fuses both
         (by normalised score) and keeps each record once, every hit scoring above 0; scope holds
-        for both."""
+        for both.
+
+        Troubleshooting: keyword search must find exact tokens such as ``ZX-4471`` through
+        the shared analyser and honour the scope.
+        """
         memory.add_memory("the invoice number is ZX-4471", user_id="u", memory_id="invoice")
         memory.add_memory("prefers window seats on trains", user_id="u", memory_id="seats")
         memory.add_memory("the invoice number is ZX-4471", user_id="v", memory_id="other-user")
@@ -403,7 +479,11 @@ class ClientStrategyTests:
     @requires(Capability.PERSISTENCE)
     def test_client_data_survives_reopen(self, memory_factory: Callable[..., Any]) -> None:
         """Threads (with their persisted settings), messages, memories, profiles, links and
-        statuses are all there after the client is closed and a new one opens the same path."""
+        statuses are all there after the client is closed and a new one opens the same path.
+
+        Troubleshooting: everything the client writes (threads are records, settings are
+        metadata) must be committed before ``close`` returns.
+        """
         mem = memory_factory("persist")
         thread = mem.create_thread("t", user_id="u", metadata={"topic": "trains"}, extract_memories=False, memory_extraction_frequency=3)
         ids = thread.add_messages([{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi there"}])

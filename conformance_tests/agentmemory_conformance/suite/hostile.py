@@ -43,7 +43,11 @@ class HostileInputTests:
     @pytest.mark.parametrize("case", BAD_READS, ids=[c.name for c in BAD_READS])
     def test_malformed_reads_raise(self, store: MemoryStore, api: Api, case: BadInput) -> None:
         """A malformed read raises ``InvalidArgument`` (never a driver error, never a silently
-        different query)."""
+        different query).
+
+        Troubleshooting: let the base class validate; never catch ``InvalidArgument`` or
+        turn it into an empty result.
+        """
         _seed(store)
         with pytest.raises(InvalidArgument):
             case.run(store, api.mode)
@@ -51,7 +55,11 @@ class HostileInputTests:
     @clause("9.bad-input", "2.scope")
     def test_nasty_ids_round_trip(self, api: Api, store: MemoryStore) -> None:
         """Ids full of quotes, wildcards, JSON and unicode are plain values: records, scopes and
-        links with such ids round-trip and filter exactly."""
+        links with such ids round-trip and filter exactly.
+
+        Troubleshooting: bind ids as parameters or escape them (quotes, ``%``, ``_``,
+        backslashes are data, not syntax).
+        """
         records = [rec(rid, user=rid, thread=rid, type=RecordType.FACT) for rid in NASTY_IDS]
         api.write(WriteBatch(add=[new(r, vec(1, i * 0.1)) for i, r in enumerate(records)]))
         chain = [link(f"link-{rid}", rid, NASTY_IDS[(i + 1) % len(NASTY_IDS)]) for i, rid in enumerate(NASTY_IDS[:-1])]
@@ -73,7 +81,11 @@ class HostileInputTests:
     @clause("9.bad-input")
     def test_nasty_texts_round_trip_and_search(self, api: Api, store: MemoryStore) -> None:
         """Contents with SQL, JSON, markup and full-text syntax are stored verbatim and are
-        harmless in keyword queries."""
+        harmless in keyword queries.
+
+        Troubleshooting: store text verbatim (no trimming, no normalisation) and pass
+        keyword queries through the analyser, never as engine query syntax.
+        """
         api.write(WriteBatch(add=[new(rec(f"t{i}", content=text), E1) for i, text in enumerate(NASTY_TEXTS)]))
         assert [r.content for r in api.query()] == list(NASTY_TEXTS)
         if Capability.KEYWORD_SEARCH in store.capabilities():
@@ -85,7 +97,11 @@ class HostileInputTests:
     @clause("9.bad-input", "7.metadata-filter")
     def test_nasty_metadata_round_trip_and_filter(self, api: Api) -> None:
         """Metadata keys with quotes, dots, brackets and unicode and values of every JSON type
-        round-trip exactly; an equality filter on each key finds the record."""
+        round-trip exactly; an equality filter on each key finds the record.
+
+        Troubleshooting: keys are plain strings: never build a JSON path from a key (dots,
+        brackets, quotes and ``$`` are data).
+        """
         api.write(WriteBatch(add=[new(rec("nasty", metadata=NASTY_METADATA)), new(rec("plain", metadata={"other": 1}))]))
         [got] = api.query(RecordFilter(record_ids=("nasty",)))
         assert_same(got.metadata, NASTY_METADATA, what="metadata")
@@ -98,7 +114,11 @@ class HostileInputTests:
     @clause("9.bad-input")
     def test_limits_are_inclusive(self, api: Api) -> None:
         """The largest valid values are accepted and round-trip: 1,000,000-character content,
-        128-character ids, reserved internal ids up to 192 characters."""
+        128-character ids, reserved internal ids up to 192 characters.
+
+        Troubleshooting: size columns for 1,000,000 characters of content and 192-character
+        internal ids.
+        """
         big = ("0123456789" * (MAX_CONTENT // 10))[:MAX_CONTENT]
         long_id = "i" * 128
         internal = "@thread:" + "t" * 184

@@ -32,7 +32,11 @@ class ModelBasedTests:
 
     @clause("spi.async-parity")
     def test_sync_writes_are_seen_by_async_reads_and_back(self, store: MemoryStore) -> None:
-        """What one API writes, the other reads, identically."""
+        """What one API writes, the other reads, identically.
+
+        Troubleshooting: the async twins must use the same connection state (or commit) as
+        the sync path.
+        """
         sync, aio = Api(store, "sync"), Api(store, "async")
         sync.write(WriteBatch(add=[new(rec("a", user="u")), new(rec("b", user="u"))], add_links=[link("l1", "a", "b")]))
         aio.write(WriteBatch(add=[new(rec("c", user="u"), E2)], patch=[RecordPatch("a", content="changed")]))

@@ -71,7 +71,11 @@ class FaultTests:
     @clause("9.atomic")
     def test_fault_before_and_after_the_write(self, api: Api, store: MemoryStore) -> None:
         """A fault before the write changes nothing; one after it (an uncertain write) leaves
-        the whole batch applied, never a part."""
+        the whole batch applied, never a part.
+
+        Troubleshooting: a failure after your write returned must not undo it; one before it
+        must leave nothing.
+        """
         _seed(api)
         before = snapshot(store)
         faulty = FaultyStore(store, FaultPlan(on_call=1, where="before"))
@@ -91,7 +95,11 @@ class FaultTests:
     @clause("9.atomic", "2.links")
     def test_client_operation_is_one_batch(self, memory_factory: Callable[..., Any]) -> None:
         """A client write that is several things at once (a memory, a lifecycle link and the
-        target's invalidation) lands whole or not at all when the backend fails inside it."""
+        target's invalidation) lands whole or not at all when the backend fails inside it.
+
+        Troubleshooting: apply each ``WriteBatch`` in one transaction; never commit its
+        sections separately.
+        """
         mem = memory_factory()
         old = mem.add_memory("old address", user_id="u")
         faulty = FaultyStore(mem.store, FaultPlan(on_call=1, where="mid", section="patch", fail_at=0))
@@ -107,7 +115,11 @@ class FaultTests:
     @clause("9.atomic", "spi.async-parity")
     def test_cancelled_async_write_leaves_whole_or_nothing(self, store: MemoryStore) -> None:
         """Cancelling an in-flight ``awrite`` leaves the batch either fully applied or absent,
-        and the store usable."""
+        and the store usable.
+
+        Troubleshooting: a cancelled ``awrite`` must roll back or finish its transaction,
+        never leave half of it.
+        """
         api = Api(store, "sync")
         _seed(api)
         loop = loop_for(store)
@@ -180,7 +192,11 @@ class ConcurrencyTests:
     @requires(Capability.CONCURRENT_WRITERS)
     def test_racing_adds_of_one_id_and_concurrent_patches(self, store: MemoryStore) -> None:
         """Threads adding the same id: exactly one wins, the others get ``Conflict``. Threads
-        patching their own records: every last patch sticks (no lost update)."""
+        patching their own records: every last patch sticks (no lost update).
+
+        Troubleshooting: the id check and the insert must be atomic (a unique key, not
+        check-then-insert).
+        """
         outcomes: list[str] = []
         lock = threading.Lock()
 
@@ -220,7 +236,11 @@ class ConcurrencyTests:
     @clause("9.concurrency", "spi.async-parity")
     @requires(Capability.CONCURRENT_WRITERS)
     def test_asyncio_tasks_lose_and_duplicate_nothing(self, store: MemoryStore) -> None:
-        """60 concurrent ``awrite`` tasks on one loop, mixed with ``aquery``: all land once."""
+        """60 concurrent ``awrite`` tasks on one loop, mixed with ``aquery``: all land once.
+
+        Troubleshooting: serialise or isolate concurrent async writes; assign ``seq`` inside
+        the transaction.
+        """
 
         async def run() -> None:
             writes = [store.awrite(WriteBatch(add=[new(rec(f"t{i:02d}"), vec(1, i))])) for i in range(60)]

@@ -97,7 +97,11 @@ class BulkAddTests:
     @clause("spi.bulk_add")
     def test_scalar_columns_apply_to_every_row(self, api: Api) -> None:
         """A column given as one value (a scope id, a type, a timestamp) applies to every row;
-        ``created_at`` defaults to ``timestamp``."""
+        ``created_at`` defaults to ``timestamp``.
+
+        Troubleshooting: a column given as one value must be repeated for every row;
+        ``created_at`` defaults to ``timestamp``.
+        """
         added = api.bulk_add(RecordColumns(
             record_id=["s1", "s2", "s3"], content=["one", "two", "three"], record_type="message", role="user",
             timestamp=T0, user_id="u9", thread_id="t9", vectors=np.stack([E1, E2, E3]),
@@ -131,7 +135,10 @@ class BulkAddTests:
              "id-not-a-list"],
     )
     def test_bad_row_is_named_and_nothing_is_written(self, api: Api, change: dict[str, Any], argument: str) -> None:
-        """A bad value raises ``InvalidArgument`` naming the column and row; no row lands."""
+        """A bad value raises ``InvalidArgument`` naming the column and row; no row lands.
+
+        Troubleshooting: let the base class validate the columns before any insert.
+        """
         values: dict[str, Any] = dict(record_id=["x1", "x2", "x3"], content=["a", "b", "c"], record_type="memory",
                                       timestamp=T0, vectors=np.stack([E1, E2, E3]))
         values.update(change)
@@ -142,7 +149,11 @@ class BulkAddTests:
 
     @clause("spi.bulk_add", "spi.errors")
     def test_stored_id_is_a_conflict_and_nothing_is_written(self, api: Api) -> None:
-        """An id that is already stored raises ``Conflict`` naming it; the other rows do not land."""
+        """An id that is already stored raises ``Conflict`` naming it; the other rows do not land.
+
+        Troubleshooting: insert the rows in one transaction and map the unique-key violation
+        to ``Conflict`` naming the id.
+        """
         api.write(WriteBatch(add=[new(rec("m1"))]))
         with pytest.raises(Conflict, match="'m1'"):
             api.bulk_add(RecordColumns(record_id=["n1", "m1", "n2"], content=["a", "b", "c"], record_type="memory",

@@ -22,7 +22,11 @@ class LinkTests:
     @clause("spi.links", "2.links")
     def test_links_round_trip_every_type(self, api: Api) -> None:
         """Each link type, its metadata and ``created_at`` come back exactly; ``links()`` is
-        ordered by link id."""
+        ordered by link id.
+
+        Troubleshooting: store link metadata as JSON text and ``created_at`` with
+        microseconds; order ``links()`` by link id.
+        """
         self._link_seed(api)
         written = [
             link("l5", "a", "b", LinkType.SUPERSEDES, metadata={"why": "newer", "n": [1, 2]}),
@@ -39,7 +43,11 @@ class LinkTests:
     @clause("spi.links")
     def test_lookup_by_either_end_and_by_id(self, api: Api) -> None:
         """``record_ids`` matches links at either end; ``link_ids`` by id; both together AND;
-        empty lists match nothing; unknown ids are ignored."""
+        empty lists match nothing; unknown ids are ignored.
+
+        Troubleshooting: ``record_ids`` matches source OR target; ``record_ids`` and
+        ``link_ids`` together AND; an empty list matches nothing.
+        """
         self._link_seed(api)
         api.write(WriteBatch(add_links=[link("l1", "a", "b"), link("l2", "b", "c"), link("l3", "c", "d")]))
         assert ids(api.links(record_ids=["b"])) == ["l1", "l2"]
@@ -54,7 +62,11 @@ class LinkTests:
     def test_one_link_per_pair_and_unique_link_ids(self, api: Api, store: MemoryStore) -> None:
         """Two records are linked at most once, in either direction (``Conflict``); a link id is
         unique (``Conflict``); a link to itself is ``InvalidArgument``; a missing end is
-        ``NotFound``. Nothing is written by a failing batch."""
+        ``NotFound``. Nothing is written by a failing batch.
+
+        Troubleshooting: check the pair in both directions (store it ordered, e.g. lo/hi
+        columns with a unique key).
+        """
         self._link_seed(api)
         api.write(WriteBatch(add_links=[link("l1", "a", "b")]))
         before = snapshot(store)
@@ -75,7 +87,10 @@ class LinkTests:
 
     @clause("spi.links")
     def test_delete_link_keeps_records(self, api: Api) -> None:
-        """Deleting a link removes only the link; the pair can be linked again afterwards."""
+        """Deleting a link removes only the link; the pair can be linked again afterwards.
+
+        Troubleshooting: a link delete touches the links table only.
+        """
         self._link_seed(api)
         api.write(WriteBatch(add_links=[link("l1", "a", "b"), link("l2", "a", "c")]))
         api.write(WriteBatch(delete_links=["l1"]))

@@ -89,7 +89,11 @@ class LifecycleTests:
     @clause("spi.lifecycle")
     def test_open_twice_same_dimension_is_noop_other_dimension_conflicts(self, store: MemoryStore) -> None:
         """Re-opening an open store with its dimension changes nothing; another dimension is a
-        ``Conflict``."""
+        ``Conflict``.
+
+        Troubleshooting: the base class handles re-opening; ``_open`` must raise
+        ``Conflict`` for stored vectors of another dimension.
+        """
         store.write(WriteBatch(add=[new(rec("m1"))]))
         store.open(dimension=DIM)
         assert ids(store.query(RecordFilter())) == ["m1"]
@@ -100,7 +104,11 @@ class LifecycleTests:
     @clause("spi.lifecycle")
     def test_info_and_declarations(self, store: MemoryStore) -> None:
         """``info()``, ``name``, ``spec_version``, ``capabilities()`` and ``min_recall_at_10``
-        describe the backend consistently."""
+        describe the backend consistently.
+
+        Troubleshooting: set ``name``, keep ``spec_version`` at the SPI's, and leave
+        ``min_recall_at_10`` at 1.0 unless you declare ``APPROXIMATE_SEARCH``.
+        """
         from agentmemory.spi import SPEC_VERSION, Capability
 
         info = store.info()
@@ -152,7 +160,11 @@ class RecordCrudTests:
     @clause("spi.write")
     def test_seq_increases_across_batches_and_deletes(self, api: Api) -> None:
         """``seq`` is store-wide insertion order: later batches get larger values, even after
-        the newest record was deleted (summaries remember the last covered seq)."""
+        the newest record was deleted (summaries remember the last covered seq).
+
+        Troubleshooting: keep the seq counter in storage (not ``max(seq) + 1``), so deleting
+        the newest record never frees its value.
+        """
         first = api.write(WriteBatch(add=[new(rec("a")), new(rec("b"))]))
         api.write(WriteBatch(delete=["b"]))
         second = api.write(WriteBatch(add=[new(rec("c"))]))
@@ -161,7 +173,11 @@ class RecordCrudTests:
     @clause("spi.write", "spi.errors")
     def test_duplicate_ids(self, api: Api, store: MemoryStore) -> None:
         """Adding an existing id is a ``Conflict``; the same id twice in one batch is
-        ``InvalidArgument``; either way nothing of the batch is written."""
+        ``InvalidArgument``; either way nothing of the batch is written.
+
+        Troubleshooting: a primary key on the record id, the whole batch rolled back on the
+        violation.
+        """
         api.write(WriteBatch(add=[new(rec("a", content="original"))]))
         before = snapshot(store)
         with pytest.raises(Conflict):
@@ -173,7 +189,11 @@ class RecordCrudTests:
     @clause("spi.write")
     def test_patch_each_field(self, api: Api) -> None:
         """A patch changes exactly the fields it sets (metadata is replaced, not merged);
-        ``seq``, ids, scope and type never change."""
+        ``seq``, ids, scope and type never change.
+
+        Troubleshooting: a metadata patch replaces the whole object (no JSON merge);
+        ``expires_at=None`` clears it.
+        """
         base = rec("a", user="u", metadata={"keep": 1, "old": True}, expires=T0 + timedelta(days=1))
         [added] = api.write(WriteBatch(add=[new(base)]))
         later = T0 + timedelta(hours=5)
@@ -195,7 +215,11 @@ class RecordCrudTests:
     @clause("spi.write", "spi.vector-search")
     def test_patch_vector_replaces_or_removes_it(self, api: Api, store: MemoryStore) -> None:
         """A patch with a vector moves the record in vector space; ``vector=None`` takes it out
-        of vector search (the record stays readable); ``UNSET`` keeps it."""
+        of vector search (the record stays readable); ``UNSET`` keeps it.
+
+        Troubleshooting: ``vector=None`` deletes the vector (and its index entry); ``UNSET``
+        keeps it; store patched vectors normalised like added ones.
+        """
         api.write(WriteBatch(add=[new(rec("a"), E1), new(rec("b"), E2)]))
         api.write(WriteBatch(patch=[RecordPatch("a", content="moved", vector=E3)]))
         assert_vector_ids(store, api.vector_search(E3, k=1), ["a"])
@@ -208,7 +232,11 @@ class RecordCrudTests:
     @clause("spi.write", "spi.errors")
     def test_missing_targets_raise_not_found_and_write_nothing(self, api: Api, store: MemoryStore) -> None:
         """Patching, deleting or linking a missing record, or deleting a missing link, raises
-        ``NotFound`` and leaves the store as it was (adds earlier in the batch included)."""
+        ``NotFound`` and leaves the store as it was (adds earlier in the batch included).
+
+        Troubleshooting: check every target inside the transaction and roll back on
+        ``NotFound``.
+        """
         api.write(WriteBatch(add=[new(rec("a")), new(rec("b"))]))
         before = snapshot(store)
         for batch in (
@@ -224,7 +252,11 @@ class RecordCrudTests:
 
     @clause("spi.write")
     def test_delete_removes_record_vector_and_links(self, api: Api) -> None:
-        """Deleting a record removes it from reads, vector search and every link touching it."""
+        """Deleting a record removes it from reads, vector search and every link touching it.
+
+        Troubleshooting: delete the row, its vector/index entries and its links (either end)
+        together.
+        """
         api.write(WriteBatch(add=[new(rec("a"), E1), new(rec("b"), E2), new(rec("c"), E3)], add_links=[link("l1", "a", "b"), link("l2", "b", "c"), link("l3", "a", "c")]))
         api.write(WriteBatch(delete=["b"]))
         assert ids(api.query()) == ["a", "c"]
@@ -300,7 +332,11 @@ class RecordCrudTests:
 
     @clause("spi.write")
     def test_empty_batch_is_a_noop(self, api: Api, store: MemoryStore) -> None:
-        """An empty batch writes nothing and returns ``[]``."""
+        """An empty batch writes nothing and returns ``[]``.
+
+        Troubleshooting: the base class returns early; ``_write`` is never called with an
+        empty batch.
+        """
         api.write(WriteBatch(add=[new(rec("a"))]))
         before = snapshot(store)
         assert api.write(WriteBatch()) == []
@@ -313,7 +349,10 @@ class BatchOrderTests:
 
     @clause("spi.batch-order")
     def test_patch_and_link_records_added_in_the_same_batch(self, api: Api) -> None:
-        """Patches and links may refer to records added earlier in the same batch."""
+        """Patches and links may refer to records added earlier in the same batch.
+
+        Troubleshooting: apply adds before patches and links inside the one transaction.
+        """
         api.write(
             WriteBatch(
                 add=[new(rec("a")), new(rec("b"))],
@@ -328,7 +367,11 @@ class BatchOrderTests:
     @clause("spi.batch-order")
     def test_link_deletes_run_before_link_adds(self, api: Api) -> None:
         """Deleting a link and re-adding one between the same records in one batch works (the
-        client's link update does exactly this)."""
+        client's link update does exactly this).
+
+        Troubleshooting: apply the batch sections in the SPI order: adds, patches, link
+        deletes, link adds, record deletes.
+        """
         api.write(WriteBatch(add=[new(rec("a")), new(rec("b"))], add_links=[link("l1", "a", "b")]))
         api.write(WriteBatch(delete_links=["l1"], add_links=[link("l1", "a", "b", "supersedes", metadata={"v": 2})]))
         [got] = api.links()
@@ -337,7 +380,11 @@ class BatchOrderTests:
     @clause("spi.batch-order")
     def test_record_deletes_run_last_and_take_links_along(self, api: Api) -> None:
         """A link added in a batch that also deletes one of its records is gone afterwards;
-        a patch of a record deleted in the same batch is not an error."""
+        a patch of a record deleted in the same batch is not an error.
+
+        Troubleshooting: record deletes come last and remove links added earlier in the same
+        batch.
+        """
         api.write(WriteBatch(add=[new(rec("a")), new(rec("b")), new(rec("c"))]))
         api.write(
             WriteBatch(
@@ -384,7 +431,11 @@ class QueryTests:
 
     @clause("spi.query", "4.messages")
     def test_order_limit_offset(self, api: Api) -> None:
-        """Ascending and descending seq order; ``offset`` skips, ``limit`` caps (0 allowed)."""
+        """Ascending and descending seq order; ``offset`` skips, ``limit`` caps (0 allowed).
+
+        Troubleshooting: ORDER BY seq (ASC or DESC), then OFFSET, then LIMIT; ``limit=0`` is
+        an empty page.
+        """
         # insertion order deliberately differs from id order
         for name in ["m-c", "m-a", "m-d", "m-b"]:
             api.write(WriteBatch(add=[new(rec(name, type=RecordType.MESSAGE))]))
@@ -401,14 +452,22 @@ class QueryTests:
 
     @clause("spi.query", "spi.errors")
     def test_window_arguments_are_validated(self, api: Api) -> None:
-        """Negative or non-int ``limit``/``offset`` raise ``InvalidArgument``."""
+        """Negative or non-int ``limit``/``offset`` raise ``InvalidArgument``.
+
+        Troubleshooting: the base class validates windows; do not override the public
+        ``query``.
+        """
         for kwargs in ({"limit": -1}, {"offset": -1}, {"limit": 1.5}, {"offset": "1"}, {"limit": True}):
             with pytest.raises(InvalidArgument):
                 api.query(**kwargs)
 
     @clause("spi.query")
     def test_seq_bounds(self, api: Api) -> None:
-        """``min_seq`` is inclusive, ``max_seq`` exclusive."""
+        """``min_seq`` is inclusive, ``max_seq`` exclusive.
+
+        Troubleshooting: ``min_seq`` is ``seq >= min_seq``, ``max_seq`` is ``seq <
+        max_seq``.
+        """
         names = self._query_seed(api)
         rows = api.query()
         seq = {r.record_id: r.seq for r in rows}
@@ -421,7 +480,11 @@ class QueryTests:
     @clause("spi.query")
     def test_record_ids_types_and_statuses(self, api: Api) -> None:
         """``record_ids`` (missing ids ignored, empty tuple matches nothing), ``record_types``
-        and ``statuses`` filter exactly, and combine with AND."""
+        and ``statuses`` filter exactly, and combine with AND.
+
+        Troubleshooting: an empty ``record_ids`` tuple is FALSE, not "no filter"; conditions
+        combine with AND.
+        """
         api.write(
             WriteBatch(
                 add=[
@@ -444,7 +507,11 @@ class QueryTests:
     @clause("spi.query", "2.ttl")
     def test_alive_at_and_expired_at(self, api: Api, store: MemoryStore) -> None:
         """``alive_at`` hides records whose ``expires_at`` is at or before it (the boundary
-        instant counts as expired); ``expired_at`` selects exactly those."""
+        instant counts as expired); ``expired_at`` selects exactly those.
+
+        Troubleshooting: compare UTC instants: hidden when ``expires_at <= alive_at``;
+        selected when ``expires_at <= expired_at``.
+        """
         t = T0 + timedelta(days=1)
         api.write(
             WriteBatch(
@@ -634,7 +701,10 @@ class QueryTests:
 
     @clause("spi.query")
     def test_count_matches_query_for_every_filter(self, api: Api) -> None:
-        """``count(f) == len(query(f))`` for assorted filters."""
+        """``count(f) == len(query(f))`` for assorted filters.
+
+        Troubleshooting: build ``count`` from the same compiled filter as ``query``.
+        """
         api.write(
             WriteBatch(
                 add=[
@@ -718,7 +788,11 @@ class PersistenceTests:
     @requires(Capability.PERSISTENCE)
     def test_schema_policies_on_reopen(self, build_store: Callable[..., MemoryStore], store_path: Path, tmp_path: Path) -> None:
         """``REQUIRE_EXISTING`` opens existing data and fails (typed) on empty storage;
-        ``RECREATE`` wipes; another dimension over stored vectors is a ``Conflict``."""
+        ``RECREATE`` wipes; another dimension over stored vectors is a ``Conflict``.
+
+        Troubleshooting: ``RECREATE`` drops records, links, vectors and indexes;
+        ``REQUIRE_EXISTING`` never creates storage.
+        """
         store = build_store(store_path)
         store.write(WriteBatch(add=[new(rec("a"), E1), new(rec("b"), E2)], add_links=[link("l1", "a", "b")]))
         store.close()

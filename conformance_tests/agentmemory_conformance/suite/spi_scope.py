@@ -75,7 +75,11 @@ class ScopeTests:
 
     @clause("2.scope", "7.scope", "9.scope-boundary")
     def test_every_scope_combination_in_vector_search(self, api: Api, store: MemoryStore) -> None:
-        """Vector search never returns a record outside its scope, for every combination."""
+        """Vector search never returns a record outside its scope, for every combination.
+
+        Troubleshooting: apply the scope before the top-k cut (an index that filters
+        afterwards must over-fetch or fall back to exact).
+        """
         records = self._scope_seed(api)
         for user, agent, thread in itertools.product(*SCOPE_STATES.values()):
             flt = RecordFilter(user_id=user, agent_id=agent, thread_id=thread)
@@ -88,7 +92,10 @@ class ScopeTests:
     @clause("2.scope", "7.scope", "9.scope-boundary")
     @requires(Capability.KEYWORD_SEARCH)
     def test_every_scope_combination_in_keyword_search(self, api: Api) -> None:
-        """Keyword search never returns a record outside its scope, for every combination."""
+        """Keyword search never returns a record outside its scope, for every combination.
+
+        Troubleshooting: apply the same scope condition to keyword search as to ``query``.
+        """
         records = self._scope_seed(api)
         for user, agent, thread in itertools.product(*SCOPE_STATES.values()):
             flt = RecordFilter(user_id=user, agent_id=agent, thread_id=thread)
@@ -204,7 +211,11 @@ class MetadataFilterTests:
     @clause("7.metadata-filter", "spi.errors")
     def test_malformed_filters_raise_invalid_argument(self, api: Api) -> None:
         """Unknown operators, operators as keys, operators mixed with keys, non-JSON values and
-        an empty ``$array_contains_any`` raise ``InvalidArgument`` before anything runs."""
+        an empty ``$array_contains_any`` raise ``InvalidArgument`` before anything runs.
+
+        Troubleshooting: the base class validates filters; do not translate them before it
+        has.
+        """
         bad: Any
         for bad in (
             {"$not": {"a": 1}},
@@ -229,7 +240,11 @@ class RecordTypeTests:
     @clause("2.record-types", "7.record-types")
     def test_type_filter_in_every_read(self, api: Api, store: MemoryStore) -> None:
         """``record_types`` restricts ``query``, ``count``, vector and keyword search; records
-        stored without a vector never appear in vector search."""
+        stored without a vector never appear in vector search.
+
+        Troubleshooting: records stored without a vector (threads, summaries) must be absent
+        from vector and keyword search.
+        """
         types = list(RecordType)
         api.write(
             WriteBatch(add=[new(rec(f"r-{t.value}", type=t, content=f"common {t.value}")) for t in types])
@@ -251,7 +266,11 @@ class RecordTypeTests:
 
     @clause("2.record-types", "spi.errors")
     def test_filter_values_are_validated(self, api: Api) -> None:
-        """Malformed scope values in a filter raise ``InvalidArgument``."""
+        """Malformed scope values in a filter raise ``InvalidArgument``.
+
+        Troubleshooting: the base class validates filter values; do not override the public
+        read methods.
+        """
         for flt in (
             RecordFilter(user_id=""),
             RecordFilter(agent_id=" a"),

@@ -41,7 +41,11 @@ class VectorSearchTests:
     @clause("spi.vector-search", "7.strategies")
     def test_nearest_first_with_cosine_distances(self, api: Api, store: MemoryStore) -> None:
         """Hits come nearest first with ``distance = 1 - cos``; magnitude does not matter;
-        ``k`` caps the list."""
+        ``k`` caps the list.
+
+        Troubleshooting: normalise vectors (cosine), return ``1 - cos`` as ``distance``,
+        best first.
+        """
         vectors = {"x": E1, "y": vec(1, 1), "z": E2, "w": vec(-1), "v": vec(0, 0, 5)}
         api.write(WriteBatch(add=[new(rec(rid), v) for rid, v in vectors.items()]))
         query = vec(2, 0.5)
@@ -89,7 +93,11 @@ class VectorSearchTests:
     @clause("spi.vector-search")
     def test_recall_against_exact_search(self, api: Api, store: MemoryStore) -> None:
         """Over 300 random vectors, recall@10 against brute force reaches
-        ``store.min_recall_at_10`` (1.0 for exact backends), with and without a filter."""
+        ``store.min_recall_at_10`` (1.0 for exact backends), with and without a filter.
+
+        Troubleshooting: raise ``ef``/over-fetch, or lower ``min_recall_at_10`` to what the
+        index really delivers.
+        """
         rng = np.random.default_rng(11)
         vectors = {f"p{i:03d}": rng.normal(size=DIM).astype(np.float32) for i in range(300)}
         api.write(WriteBatch(add=[new(rec(rid, user="even" if int(rid[1:]) % 2 == 0 else "odd"), v) for rid, v in vectors.items()]))
@@ -134,7 +142,11 @@ class VectorSearchTests:
 
     @clause("spi.vector-search", "spi.errors")
     def test_arguments_are_validated(self, api: Api) -> None:
-        """Bad query vectors and ``k`` raise ``InvalidArgument``."""
+        """Bad query vectors and ``k`` raise ``InvalidArgument``.
+
+        Troubleshooting: the base class validates the vector and ``k``; do not override the
+        public ``vector_search``.
+        """
         api.write(WriteBatch(add=[new(rec("a"), E1)]))
         for bad in (vec(float("nan")), vec(float("inf")), np.zeros(DIM, dtype=np.float32), np.ones(DIM + 1), np.ones((2, DIM)), "abcd", [1, 2, "x", 4]):
             with pytest.raises(InvalidArgument):
@@ -145,7 +157,11 @@ class VectorSearchTests:
 
     @clause("spi.vector-search")
     def test_empty_store_and_empty_pool(self, api: Api, store: MemoryStore) -> None:
-        """No candidates → an empty list, not an error."""
+        """No candidates → an empty list, not an error.
+
+        Troubleshooting: return ``[]`` when no record qualifies; never raise on an empty
+        index.
+        """
         assert api.vector_search(E1, k=3) == []
         api.write(WriteBatch(add=[new(rec("a", user="u"), E1), new(rec("@thread:t", type=RecordType.THREAD, content=""), None)]))
         assert api.vector_search(E2, RecordFilter(user_id="other"), k=3) == []
@@ -315,7 +331,11 @@ class KeywordSearchTests:
     @requires(Capability.KEYWORD_SEARCH)
     def test_filters_and_content_updates(self, api: Api) -> None:
         """Filters apply; patched content is searchable at once and old words are gone;
-        deleted records vanish."""
+        deleted records vanish.
+
+        Troubleshooting: re-index a record's terms when its content is patched, drop them
+        when it is deleted.
+        """
         from agentmemory.spi import RecordPatch
 
         api.write(WriteBatch(add=[new(rec(rid, content=text, user="u1" if rid in ("k1", "k2") else "u2"), E1) for rid, text in KEYWORD_DOCS.items()]))
@@ -344,7 +364,11 @@ class KeywordSearchTests:
     @clause("spi.keyword-search", "spi.errors")
     @requires(Capability.KEYWORD_SEARCH)
     def test_arguments_are_validated(self, api: Api) -> None:
-        """Empty or non-string text and bad ``k`` raise ``InvalidArgument``."""
+        """Empty or non-string text and bad ``k`` raise ``InvalidArgument``.
+
+        Troubleshooting: the base class validates the text and ``k``; do not override the public
+        ``keyword_search``.
+        """
         for text in ("", "   ", None, 5):
             with pytest.raises(InvalidArgument):
                 api.keyword_search(text, k=3)
@@ -358,7 +382,11 @@ class CapabilityTests:
     @clause("spi.capabilities")
     def test_undeclared_keyword_search_raises(self, api: Api, store: MemoryStore) -> None:
         """Without ``KEYWORD_SEARCH``, keyword search raises ``CapabilityNotSupported`` (never an
-        empty result)."""
+        empty result).
+
+        Troubleshooting: do not declare ``KEYWORD_SEARCH`` unless ``_keyword_search`` is
+        implemented; the base class raises otherwise.
+        """
         if Capability.KEYWORD_SEARCH in store.capabilities():
             pytest.skip("keyword_search is declared (its behaviour is tested elsewhere)")
         api.write(WriteBatch(add=[new(rec("a", content="apple"), E1)]))
@@ -369,7 +397,10 @@ class CapabilityTests:
     def test_declarations_match_the_implementation(self, store: MemoryStore) -> None:
         """A declared capability must be implemented: ``KEYWORD_SEARCH`` needs
         ``_keyword_search`` overridden; ``CONCURRENT_WRITERS`` and ``PERSISTENCE`` are checked by
-        their own tests."""
+        their own tests.
+
+        Troubleshooting: declare exactly the capabilities you implement.
+        """
         from agentmemory.spi import MemoryStore as Base
 
         declared = store.capabilities()
@@ -384,7 +415,11 @@ class CapabilityTests:
     @clause("spi.capabilities")
     def test_undeclared_keyword_search_raises_in_client(self, memory_factory: object) -> None:
         """The client's keyword and hybrid strategies raise ``CapabilityNotSupported`` on a
-        backend without ``KEYWORD_SEARCH``."""
+        backend without ``KEYWORD_SEARCH``.
+
+        Troubleshooting: the client checks ``capabilities()``; declare ``KEYWORD_SEARCH``
+        only when supported.
+        """
         mem = memory_factory()  # type: ignore[operator]
         if Capability.KEYWORD_SEARCH in mem.store.capabilities():
             pytest.skip("keyword_search is declared")
