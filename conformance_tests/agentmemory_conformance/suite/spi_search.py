@@ -234,9 +234,10 @@ class KeywordSearchTests:
     @requires(Capability.KEYWORD_SEARCH)
     def test_non_latin_and_accented_words_match_exactly(self, api: Api, store: MemoryStore) -> None:
         """Words in other scripts (日本語, Ελληνικά, Русский) and accented words (ünïcødé, café)
-        match exactly the records holding that word, case-insensitively, in sync and async
-        search alike: no accent folding ("café" does not find "cafe"), no splitting of words
-        joined by ``_``, the same terms, hits and scores as the reference.
+        match exactly the records holding that word, case-insensitively (full case folding:
+        "STRASSE" finds "Straße"), in sync and async search alike: no accent folding ("café"
+        does not find "cafe"), no splitting of words joined by ``_``, the same terms, hits and
+        scores as the reference.
 
         Troubleshooting: index ``analyzer.terms(content)`` and query ``analyzer.terms(text)``
         (``agentmemory.analysis``) with the engine's own folding, stemming and tokenising off,
@@ -246,16 +247,17 @@ class KeywordSearchTests:
         docs = {
             "jp": "日本語 のテキスト", "jp2": "日本 語", "acc": "ünïcødé text", "acc-caps": "ÜNÏCØDÉ Text",
             "plain": "unicode text", "cafe-acc": "naïve café", "cafe": "naive cafe", "snake": "snake_case_word",
-            "words": "snake case word", "greek": "Ελληνικά κείμενο", "ru": "Русский текст",
+            "words": "snake case word", "greek": "Ελληνικά κείμενο", "ru": "Русский текст", "street": "Straße Nummer",
         }
         write_both(api, ref, WriteBatch(add=[new(rec(rid, content=text), vec(1, i)) for i, (rid, text) in enumerate(docs.items())]))
         for text in ("日本語", "のテキスト", "日本", "ünïcødé", "ÜNÏCØDÉ", "unicode", "café", "cafe", "naïve", "snake_case_word",
-                     "snake", "Ελληνικά", "ΕΛΛΗΝΙΚΆ", "русский", "text", "日本語 ünïcødé café"):
+                     "snake", "Ελληνικά", "ΕΛΛΗΝΙΚΆ", "русский", "text", "STRASSE", "straße", "日本語 ünïcødé café"):
             assert_same(api.keyword_search(text, k=20), ref.keyword_search(text, RecordFilter(), 20), seq=False,
                         what=f"keyword_search({text!r}) [{api.mode}]")
         if ref.analyzer.language == "english":
             for text, expected in (("日本語", {"jp"}), ("ünïcødé", {"acc", "acc-caps"}), ("unicode", {"plain"}), ("café", {"cafe-acc"}),
-                                   ("cafe", {"cafe"}), ("snake", {"words"}), ("snake_case_word", {"snake"}), ("Русский", {"ru"})):
+                                   ("cafe", {"cafe"}), ("snake", {"words"}), ("snake_case_word", {"snake"}), ("Русский", {"ru"}),
+                                   ("STRASSE", {"street"})):
                 assert set(ids(api.keyword_search(text, k=20))) == expected, f"keyword_search({text!r}) [{api.mode}]"
 
     @clause("spi.keyword-search", "7.ties")
