@@ -57,12 +57,11 @@ def canonical(value: Any) -> str:
     if value is False:
         return "false"
     if isinstance(value, (int, float)):
-        # filters._equal compares numbers with math.isclose(rel_tol=0, abs_tol=0), i.e. as floats
-        try:
-            as_float = float(value) + 0.0  # + 0.0 folds -0.0 into 0.0
-        except OverflowError:
-            return f"i{int(value)}"
-        return f"n{as_float!r}"
+        # filters._equal compares numbers exactly (Python's int/float ==): an integral float is
+        # the int it equals (-0.0 is 0), any other float its repr, so 2**53 + 1 != float(2**53)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        return f"i{value}" if isinstance(value, int) else f"n{value!r}"
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=True)
     if isinstance(value, Mapping):

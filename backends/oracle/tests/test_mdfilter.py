@@ -108,7 +108,10 @@ CASES = [
     ({"a": {}}, {"a": {}}, True),
     ({"a": []}, {"a": {}}, False),
     ({"x'y": "é"}, {"x'y": "é"}, True),
-    ({"a": 2**53 + 1}, {"a": float(2**53)}, True),  # as the reference: numbers compare as floats
+    ({"a": 2**53 + 1}, {"a": float(2**53)}, False),  # as the reference: numbers compare exactly
+    ({"a": 2**53}, {"a": float(2**53)}, True),
+    ({"a": -0.0}, {"a": 0}, True),
+    ({"a": 2.5}, {"a": 2.5}, True),
 ]
 
 
