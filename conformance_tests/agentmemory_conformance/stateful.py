@@ -54,7 +54,7 @@ from .support import DIM, T0, Api, assert_hits_ordered, assert_same, assert_vect
 
 PROFILE_SETTINGS: dict[str, dict[str, Any]] = {
     "smoke": {"max_examples": 8, "stateful_step_count": 15, "phases": (Phase.explicit, Phase.reuse, Phase.generate)},
-    "ci": {"max_examples": 50, "stateful_step_count": 30},
+    "ci": {"max_examples": 40, "stateful_step_count": 30},
     "remote": {"max_examples": 30, "stateful_step_count": 30},
     "nightly": {"max_examples": 1000, "stateful_step_count": 50},
 }
