@@ -103,10 +103,11 @@ def run_framework(store: MemoryStore, *, seed: int, user_prefix: str, budget_s: 
     searches: dict[str, Any] = {}
     questions = [q.text for q in conv.questions]
     variants: list[tuple[str, dict[str, Any]]] = [
-        ("vector, 10 results", {}),
-        ("vector, num_hops=2", {"num_hops": 2}),
-        ("vector, token_budget=500", {"token_budget": 500, "max_results": 50}),
-        ("vector, memories only", {"record_types": ["memory", "fact", "preference", "guideline"]}),
+        ("default strategy, 10 results", {}),
+        ("vector, 10 results", {"strategy": "vector"}),
+        ("vector, num_hops=2", {"strategy": "vector", "num_hops": 2}),
+        ("vector, token_budget=500", {"strategy": "vector", "token_budget": 500, "max_results": 50}),
+        ("vector, memories only", {"strategy": "vector", "record_types": ["memory", "fact", "preference", "guideline"]}),
     ]
     if keyword:
         variants += [("keyword", {"strategy": "keyword"}), ("hybrid", {"strategy": "hybrid"})]
