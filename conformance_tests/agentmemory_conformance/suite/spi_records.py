@@ -296,8 +296,9 @@ class RecordCrudTests:
     @clause("spi.write")
     def test_a_patch_changes_only_what_it_sets(self, api: Api, store: MemoryStore) -> None:
         """Each field patched alone (content, metadata, status, timestamp, expiry, vector, and
-        nothing at all) leaves every other field, the vector and the keyword terms as they were;
-        two patches of one record in one batch apply in order.
+        nothing at all) leaves every other field, the vector and the keyword terms as they were,
+        and every read filters on the patched values (no filter column keeps the old status,
+        metadata or expiry); two patches of one record in one batch apply in order.
 
         Troubleshooting: build the UPDATE from the fields that are set (``UNSET`` means "keep");
         ``expires_at=None`` and ``vector=None`` are values (clear), not "keep".
@@ -323,7 +324,14 @@ class RecordCrudTests:
             RecordPatch("a", content="  alpha padded\tcontent  \n"),
         ):
             write_both(api, ref, WriteBatch(patch=[patch]))
-            for flt in (RecordFilter(), RecordFilter(alive_at=T0 + timedelta(days=15))):
+            for flt in (
+                RecordFilter(),
+                RecordFilter(alive_at=T0 + timedelta(days=15)),
+                RecordFilter(expired_at=T0 + timedelta(days=15)),
+                RecordFilter(statuses=frozenset({RecordStatus.VALID})),
+                RecordFilter(metadata_filter={"n": 1}),
+                RecordFilter(user_id="u", thread_id="t", record_types=frozenset({RecordType.MESSAGE})),
+            ):
                 assert_reads_agree(api, ref, flt, vector=probe, text=text, what=f"after {patch}")
         write_both(api, ref, WriteBatch(patch=[RecordPatch("a", content="first words"), RecordPatch("a", content="second words", metadata={"m": True})]))
         [a] = api.query(RecordFilter(record_ids=("a",)))
@@ -380,7 +388,8 @@ class BatchOrderTests:
     @clause("spi.batch-order")
     def test_record_deletes_run_last_and_take_links_along(self, api: Api) -> None:
         """A link added in a batch that also deletes one of its records is gone afterwards;
-        a patch of a record deleted in the same batch is not an error.
+        a patch of a record deleted in the same batch is not an error; a record added, patched,
+        linked and deleted in one batch leaves nothing.
 
         Troubleshooting: record deletes come last and remove links added earlier in the same
         batch.
@@ -395,6 +404,8 @@ class BatchOrderTests:
         )
         assert ids(api.query()) == ["a", "c"]
         assert ids(api.links()) == ["l2"]
+        api.write(WriteBatch(add=[new(rec("x"))], patch=[RecordPatch("x", content="brief")], add_links=[link("l3", "x", "a")], delete=["x"]))
+        assert ids(api.query()) == ["a", "c"] and ids(api.links()) == ["l2"], "a record added and deleted in one batch must be gone"
 
     @clause("spi.batch-order", "9.atomic")
     def test_failure_late_in_a_batch_applies_nothing(self, api: Api, store: MemoryStore) -> None:
