@@ -106,6 +106,12 @@ class ExactValueTests:
             ({"null": {"$not": None}}, ["floaty"]),
             ({"int64_max": 2**63 - 1, "int64_min": -(2**63)}, ["typed", "bulk"]),
             ({"str_int": 1}, []),
+            ({"list": {"$array_contains": {"f": 2}}}, ["typed", "bulk"]),
+            ({"list": {"$array_contains": [[0], None]}}, ["typed", "bulk"]),
+            ({"list": {"$array_contains": True}}, ["typed", "bulk"]),
+            ({"ids": {"$array_contains": True}}, []),
+            ({"ids": {"$not": [2**53 + 1, 7]}}, ["floaty"]),
+            ({"nested": {"o": {}, "b": False}}, ["typed", "bulk"]),
         ):
             assert ids(api.query(RecordFilter(metadata_filter=flt))) == expected, f"metadata_filter={flt!r} [{api.mode}]"
             assert_reads_agree(api, ref, RecordFilter(metadata_filter=flt), vector=E2, text="ledger", what=f"metadata_filter={flt!r}")
@@ -139,7 +145,7 @@ class ExactValueTests:
         later = (T0 + timedelta(hours=3, microseconds=5)).astimezone(MINUS8)
         for patch in (
             RecordPatch("msg", content="ledger rewritten by Maya"),
-            RecordPatch("fact", metadata={"n": 3, "new": True}),
+            RecordPatch("fact", metadata={"n": 3, "new": True, "gone": None, "list": [None, {}]}),
             RecordPatch("pref", status=RecordStatus.INVALID),
             RecordPatch("msg", timestamp=later),
             RecordPatch("fact", expires_at=later.astimezone(PLUS14)),

@@ -321,7 +321,7 @@ class RecordCrudTests:
             RecordPatch("a", expires_at=(T0 + timedelta(days=20)).astimezone(zone)),
             RecordPatch("a", vector=vec(0, 0, 1, 1)),
             RecordPatch("a", metadata={}),
-            RecordPatch("a", content="  alpha padded\tcontent  \n"),
+            RecordPatch("a", content="  alpha padded\tcontent cafe\u0301 \n"),
         ):
             write_both(api, ref, WriteBatch(patch=[patch]))
             for flt in (

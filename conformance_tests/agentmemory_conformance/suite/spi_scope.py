@@ -184,6 +184,8 @@ class MetadataFilterTests:
         ({"color": "red", "flag": True, "missing": {"$not": 1}}, ["m1"]),
         ({"color": {"$not": "red"}, "tags": {"$array_contains": "c"}}, ["m2"]),
         ({"color": "Red"}, ["m5"]),
+        ({"tags": {"$not": ["a", "b"]}}, ["m0", "m2", "m3", "m4", "m5"]),
+        ({"tags": []}, ["m5"]),
     ]
 
     @clause("7.metadata-filter")
