@@ -626,7 +626,7 @@ def run_comparison(
     forced = core.global_force_seed
     seed = forced if forced is not None else random.SystemRandom().getrandbits(63)
     shrink_limit = getattr(engine, "MAX_SHRINKING_SECONDS", None)
-    core.global_force_seed = seed
+    core.global_force_seed = seed  # type: ignore[assignment]
     if shrink_limit is not None:
         engine.MAX_SHRINKING_SECONDS = SHRINK_SECONDS.get(profile, shrink_limit)
     try:

@@ -110,7 +110,7 @@ class Api:
 
     def bulk_add(self, columns: Any) -> int:
         """``bulk_add`` / ``abulk_add``."""
-        return self._call("bulk_add", columns)  # type: ignore[no-any-return]
+        return self._call("bulk_add", columns)  # type: ignore[no-any-return,unused-ignore]
 
     def query(self, flt: Any = None, **kwargs: Any) -> list[Record]:
         """``query`` / ``aquery`` (``flt`` defaults to everything)."""

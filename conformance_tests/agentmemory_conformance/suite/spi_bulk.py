@@ -89,7 +89,7 @@ class BulkAddTests:
         for query in (E1, E2, E1 + E3):
             hits, expected = api.vector_search(query, k=5), reference.vector_search(query, RecordFilter(), 5)
             assert [h.record.record_id for h in hits] == [h.record.record_id for h in expected]
-            assert np.allclose([h.distance for h in hits], [h.distance for h in expected], atol=1e-5)
+            assert np.allclose([float(h.distance or 0.0) for h in hits], [float(h.distance or 0.0) for h in expected], atol=1e-5)
         if Capability.KEYWORD_SEARCH in api.store.capabilities():
             assert ids(h.record for h in api.keyword_search("invoices order", k=5)) == ids(
                 h.record for h in reference.keyword_search("invoices order", RecordFilter(), 5))
@@ -160,7 +160,7 @@ class BulkAddTests:
                                        timestamp=T0, vectors=np.stack([E1, E2, E3])))
         assert ids(api.query()) == ["m1"]
         with pytest.raises(InvalidArgument):
-            api.bulk_add("not columns")  # type: ignore[arg-type]
+            api.bulk_add("not columns")
 
     @clause("spi.bulk_add", "9.atomic")
     def test_large_batches_are_all_or_nothing(self, api: Api) -> None:
