@@ -13,7 +13,7 @@ import pytest
 from agentmemory.bulk import RecordColumns
 from agentmemory.errors import Conflict, InvalidArgument
 from agentmemory.records import RecordStatus, RecordType
-from agentmemory.spi import Capability, MemoryStore, RecordFilter, WriteBatch
+from agentmemory.spi import Capability, MemoryStore, Order, RecordFilter, WriteBatch
 
 from ..support import DIM, E1, E2, E3, T0, Api, assert_same, clause, ids, new, rec
 
@@ -189,9 +189,14 @@ class BulkAddTests:
         assert api.count(RecordFilter(user_id="bulk-user")) == 0
         assert ids(api.vector_search(E2, k=5)) == ["m1"]
         assert api.bulk_add(columns(row_ids)) == n
-        rows = api.query(RecordFilter(user_id="bulk-user"))
-        assert ids(rows) == row_ids
-        seqs = [r.seq for r in rows]
-        assert all(b == a + 1 for a, b in zip(seqs, seqs[1:])), "bulk_add must assign consecutive seq values in row order"
-        assert seqs[0] > api.query(RecordFilter(record_ids=("m1",)))[0].seq
+        bulk = RecordFilter(user_id="bulk-user")
+        assert api.count(bulk) == n
+        [first] = api.query(bulk, limit=1)
+        [last] = api.query(bulk, order=Order.SEQ_DESC, limit=1)
+        assert (first.record_id, last.record_id) == (row_ids[0], row_ids[-1])
+        assert last.seq - first.seq == n - 1, "bulk_add must assign consecutive seq values in row order"
+        assert first.seq > api.query(RecordFilter(record_ids=("m1",)))[0].seq
+        for offset in (1, 1_234, 2_500, 4_990, 4_998):
+            [row] = api.query(bulk, limit=1, offset=offset)
+            assert (row.record_id, row.seq) == (row_ids[offset], first.seq + offset), f"row {offset} of the bulk_add"
 
