@@ -7,8 +7,9 @@ the SPI:
   and the keyword analyzer's ``analyzer_language`` and ``analyzer_fingerprint``
   (``agentmemory.analysis``; version 2);
 - ``<P>RECORD``: every record type in one table (the SPI's record is uniform and ``seq`` is
-  store-wide, so per-type tables would turn every listing into a UNION ALL), metadata as native
-  ``JSON``, ``md_keys`` (hashed filter facts, see ``mdfilter``), ``expires_at``, status;
+  store-wide, so per-type tables would turn every listing into a UNION ALL), metadata as JSON
+  *text* in a CLOB checked ``IS JSON`` (version 3; see ``METADATA_TYPE``), ``md_keys`` (hashed
+  filter facts, see ``mdfilter``: native ``JSON`` holding only strings), ``expires_at``, status;
 - ``<P>RECORD_CHUNK``: the searchable part, one chunk per record that has a vector, holding the
   ``VECTOR(dim, FLOAT32)`` embedding, the text for Oracle Text (the record's analysed terms:
   stemmed, stop words dropped, joined by spaces) and denormalised copies of type,
@@ -32,14 +33,24 @@ from agentmemory.records import LinkType, RecordStatus, RecordType
 
 from .names import StoreNames
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The schema version this package creates and reads (2: analyzer language and fingerprint in
-the meta row; ``chunk_text`` holds analysed terms)."""
+the meta row, ``chunk_text`` holds analysed terms; 3: metadata stored as JSON text)."""
 ANALYZER_COLUMNS = "analyzer_language VARCHAR2(64 CHAR), analyzer_fingerprint VARCHAR2(512 CHAR)"
 
 ID_TYPE = "VARCHAR2(256 CHAR)"
 """Record and link ids (the core allows 128 characters, plus 64 for its internal prefixes)."""
 SCOPE_TYPE = "VARCHAR2(128 CHAR)"
+METADATA_TYPE = "CLOB"
+"""Record and link metadata: JSON text (``sql.metadata_text``), not native ``JSON``. python-oracledb
+encodes a Python float bound as ``DB_TYPE_JSON`` as an Oracle NUMBER (DPY-4003 for ``1e-300``;
+``1.0`` reads back as ``1``), so only text keeps every value exactly as the reference store does.
+Filters never read this column (they use ``md_keys``)."""
+
+
+def metadata_check(table: str) -> str:
+    """The constraint keeping ``metadata`` well-formed JSON text."""
+    return f"CONSTRAINT {table}_MD_CK CHECK (metadata IS JSON)"
 
 
 @dataclass(frozen=True)
@@ -123,9 +134,10 @@ def schema_steps(names: StoreNames, dimension: int, options: IndexOptions | None
             f"created_at TIMESTAMP(6) NOT NULL, "
             f"expires_at TIMESTAMP(6), "
             f"status VARCHAR2(16) DEFAULT 'valid' NOT NULL, "
-            f"metadata JSON NOT NULL, "
+            f"metadata {METADATA_TYPE} NOT NULL, "
             f"md_keys JSON NOT NULL, "
             f"CONSTRAINT {r}_PK PRIMARY KEY (record_id), "
+            f"{metadata_check(r)}, "
             f"CONSTRAINT {r}_SEQ_UK UNIQUE (seq), "
             f"CONSTRAINT {r}_TYPE_CK CHECK (record_type IN ({types})), "
             f"CONSTRAINT {r}_STATUS_CK CHECK (status IN ({statuses})))",
@@ -164,9 +176,10 @@ def schema_steps(names: StoreNames, dimension: int, options: IndexOptions | None
             f"opposite_link_type VARCHAR2(30) NOT NULL, "
             f"pair_lo {ID_TYPE} NOT NULL, "
             f"pair_hi {ID_TYPE} NOT NULL, "
-            f"metadata JSON NOT NULL, "
+            f"metadata {METADATA_TYPE} NOT NULL, "
             f"created_at TIMESTAMP(6) NOT NULL, "
             f"CONSTRAINT {lk}_PK PRIMARY KEY (link_id), "
+            f"{metadata_check(lk)}, "
             f"CONSTRAINT {lk}_PAIR_UK UNIQUE (pair_lo, pair_hi), "
             f"CONSTRAINT {lk}_TYPE_CK CHECK (link_type IN ({link_types})), "
             f"CONSTRAINT {lk}_SELF_CK CHECK (source_id <> target_id), "
@@ -232,9 +245,25 @@ def migrations(names: StoreNames) -> dict[int, list[str]]:
     """DDL/DML that upgrades a store from version ``v`` to ``v + 1``, keyed by ``v``.
 
     1 → 2 adds the analyzer columns to the meta row; ``open_plan`` then finds no fingerprint
-    there and re-analyses every ``chunk_text``.
+    there and re-analyses every ``chunk_text``. 2 → 3 turns the native ``JSON`` metadata of
+    records and links into JSON text (``JSON_SERIALIZE``; the numbers a version-2 store holds
+    were already Oracle NUMBERs, and read back the same as before).
     """
-    return {1: [f"ALTER TABLE {names.meta} ADD ({ANALYZER_COLUMNS})"]}
+    return {
+        1: [f"ALTER TABLE {names.meta} ADD ({ANALYZER_COLUMNS})"],
+        2: [*_metadata_to_text(names.record), *_metadata_to_text(names.link)],
+    }
+
+
+def _metadata_to_text(table: str) -> list[str]:
+    return [
+        f"ALTER TABLE {table} ADD (metadata_text {METADATA_TYPE})",
+        f"UPDATE {table} SET metadata_text = JSON_SERIALIZE(metadata RETURNING CLOB)",
+        f"ALTER TABLE {table} DROP COLUMN metadata",
+        f"ALTER TABLE {table} RENAME COLUMN metadata_text TO metadata",
+        f"ALTER TABLE {table} MODIFY (metadata NOT NULL)",
+        f"ALTER TABLE {table} ADD {metadata_check(table)}",
+    ]
 
 
 def migration_plan(

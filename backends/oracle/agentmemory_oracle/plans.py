@@ -209,7 +209,7 @@ def _patch_plan(names: StoreNames, patches: Sequence[RecordPatch], analyzer: Ana
             else:  # a chunk created here needs the record's (unchanged) content, analysed
                 contents = {str(row[0]): row[1] for row in (yield q.select_contents(names, ids))}
             rows = [
-                q.vector_row(p.record_id, p.vector, q.analysed_text(contents.get(p.record_id), analyzer))
+                q.vector_row(p.record_id, np.asarray(p.vector), q.analysed_text(contents.get(p.record_id), analyzer))
                 for p in group
             ]
             yield q.upsert_chunk_vectors(names, rows)

@@ -6,8 +6,11 @@ tested without a server. Rules that the tests enforce:
 - caller data (ids, content, metadata keys and values, query text, vectors, times) only ever
   travels in binds; SQL text is built from fixed fragments, validated names (``StoreNames``) and
   Python ints we computed (dimensions, row counts, accuracy);
-- each statement says which binds need an explicit driver type (``types``): ``json`` for dicts
-  bound as native JSON, ``vector`` for ``array('f')`` and ``timestamp`` for datetimes (UTC, naive);
+- each statement says which binds need an explicit driver type (``types``): ``json`` for the
+  ``md_keys`` fact documents (strings only) bound as native JSON, ``vector`` for ``array('f')``
+  and ``timestamp`` for datetimes (UTC, naive). Metadata is bound as JSON *text*
+  (``metadata_text``), never as native JSON: python-oracledb would turn its floats into Oracle
+  NUMBERs;
 - record ids and types in IN-lists are padded to a few fixed sizes so the statement cache is not
   flooded by one text per list length.
 """
@@ -21,7 +24,6 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from decimal import Decimal
 from typing import Any, Literal
 
 import numpy as np
@@ -165,28 +167,25 @@ def to_db_vector(vector: np.ndarray) -> array.array:
     return out
 
 
-def normalize_json(value: Any) -> Any:
-    """Decode driver JSON values into plain Python: ``Decimal`` becomes int or float."""
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, dict):
-        return {str(k): normalize_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [normalize_json(v) for v in value]
-    return value
+def metadata_text(metadata: Mapping[str, Any]) -> str:
+    """The JSON text stored in a ``metadata`` column (CLOB): the text the reference store's
+    ``json`` round trip reads back exactly (``1.0`` stays a float, ``1e-300`` and integers of any
+    size survive). ASCII-only, so the database character set cannot alter it."""
+    return json.dumps(dict(metadata), ensure_ascii=True, separators=(",", ":"), allow_nan=False)
 
 
 def read_json_object(value: Any) -> dict[str, Any]:
-    """A JSON column value (object, JSON text or NULL) as a dict."""
+    """A ``metadata`` column value (JSON text fetched as ``str``, or NULL) as a dict."""
     if value is None:
         return {}
     if isinstance(value, (bytes, bytearray)):
         value = value.decode("utf-8")
-    if isinstance(value, str):
-        value = json.loads(value) if value.strip() else {}
-    if not isinstance(value, dict):
-        raise ValueError(f"stored metadata is not a JSON object: {type(value).__name__}")
-    return normalize_json(value)
+    if not isinstance(value, str):
+        raise ValueError(f"stored metadata is not JSON text: {type(value).__name__}")
+    parsed = json.loads(value) if value.strip() else {}
+    if not isinstance(parsed, dict):
+        raise ValueError(f"stored metadata is not a JSON object: {type(parsed).__name__}")
+    return parsed
 
 
 def record_from_row(row: Sequence[Any]) -> Record:
@@ -472,7 +471,6 @@ _RECORD_TYPES: dict[str, BindType] = {
     "record_ts": "timestamp",
     "created_at": "timestamp",
     "expires_at": "timestamp",
-    "metadata": "json",
     "md_keys": "json",
 }
 _CHUNK_INSERT_COLUMNS = (
@@ -514,7 +512,7 @@ def record_row(record: Record, seq: int) -> dict[str, Any]:
         "created_at": to_db_time(record.created_at),
         "expires_at": to_db_time(record.expires_at),
         "status": RecordStatus(record.status).value,
-        "metadata": metadata,
+        "metadata": metadata_text(metadata),
         "md_keys": mdfilter.md_keys_document(metadata),
     }
 
@@ -569,7 +567,7 @@ def patch_row(patch: RecordPatch) -> dict[str, Any]:
         row["content"] = patch.content
     if isinstance(patch.metadata, Mapping):
         metadata = dict(patch.metadata)
-        row["metadata"] = metadata
+        row["metadata"] = metadata_text(metadata)
         row["md_keys"] = mdfilter.md_keys_document(metadata)
     if isinstance(patch.status, (RecordStatus, str)):
         row["status"] = RecordStatus(patch.status).value
@@ -714,7 +712,7 @@ def link_row(link: Link) -> dict[str, Any]:
         "opposite_link_type": lt.opposite,
         "pair_lo": lo,
         "pair_hi": hi,
-        "metadata": dict(link.metadata),
+        "metadata": metadata_text(link.metadata),
         "created_at": to_db_time(link.created_at),
     }
 
@@ -722,7 +720,7 @@ def link_row(link: Link) -> dict[str, Any]:
 def insert_links(names: StoreNames, rows: list[dict[str, Any]]) -> ExecuteMany:
     """Array insert of link rows (``link_row``)."""
     return ExecuteMany(
-        _insert_sql(names.link, _LINK_INSERT_COLUMNS), rows, {"metadata": "json", "created_at": "timestamp"}
+        _insert_sql(names.link, _LINK_INSERT_COLUMNS), rows, {"created_at": "timestamp"}
     )
 
 

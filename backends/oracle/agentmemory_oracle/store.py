@@ -12,8 +12,9 @@ or from connection parameters (the store then owns a sync pool and, per event lo
     store = OracleStore.from_uri("oracle://am:secret@localhost:1521/FREEPDB1?memory_store_id=DEMO")
 
 Every operation is a plan from ``plans`` run by a sync or async driver here: one transaction per
-``WriteBatch`` (commit at the end, rollback on any error), LOBs fetched as values, JSON bound as
-``DB_TYPE_JSON``, vectors as ``array('f')``, driver errors mapped to agentmemory's typed errors.
+``WriteBatch`` (commit at the end, rollback on any error), LOBs fetched as values, metadata bound
+as JSON text (``md_keys`` fact documents as ``DB_TYPE_JSON``), vectors as ``array('f')``, driver
+errors mapped to agentmemory's typed errors.
 """
 
 from __future__ import annotations

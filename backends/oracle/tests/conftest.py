@@ -197,6 +197,8 @@ def _check_bind_types(sql: str, values: dict[str, Any], sizes: dict[str, Any]) -
     assert set(values) == bind_names(sql), f"binds {sorted(values)} vs SQL {sorted(bind_names(sql))}"
     for name, value in values.items():
         assert not isinstance(value, (np.ndarray, np.generic)), f"numpy value bound to :{name}"
+        if name == "metadata":  # JSON text for a CLOB, never native JSON (floats would become NUMBERs)
+            assert isinstance(value, str) and name not in sizes, f":metadata bound as {type(value).__name__}"
         if isinstance(value, (dict, list)):
             assert sizes.get(name) is oracledb.DB_TYPE_JSON, f":{name} JSON without DB_TYPE_JSON"
         if isinstance(value, array.array):

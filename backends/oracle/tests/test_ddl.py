@@ -73,13 +73,18 @@ def test_schema_shape() -> None:
     assert "embedding VECTOR(384, FLOAT32) NOT NULL" in chunk
     assert "FOREIGN KEY (record_id) REFERENCES S_RECORD (record_id) ON DELETE CASCADE" in chunk
     record = by_name["S_RECORD"].sql
-    assert "metadata JSON NOT NULL" in record and "md_keys JSON NOT NULL" in record
+    # metadata is JSON text (native JSON would turn floats into Oracle NUMBERs); md_keys stays
+    # native JSON for the multivalue index (it holds only strings)
+    assert "metadata CLOB NOT NULL" in record and "md_keys JSON NOT NULL" in record
+    assert "CONSTRAINT S_RECORD_MD_CK CHECK (metadata IS JSON)" in record
+    assert "metadata JSON" not in record
     assert (
         "CHECK (record_type IN ('message', 'memory', 'fact', 'guideline', 'preference', 'user', 'agent', 'thread', 'summary'))"
         in record
     )
     assert "UNIQUE (seq)" in record
     link = by_name["S_MEMORY_LINK"].sql
+    assert "metadata CLOB NOT NULL" in link and "CONSTRAINT S_MEMORY_LINK_MD_CK CHECK (metadata IS JSON)" in link
     assert "UNIQUE (pair_lo, pair_hi)" in link and "CHECK (source_id <> target_id)" in link
     assert link.count("ON DELETE CASCADE") == 2
     assert by_name["S_RECORD_SEQ"].sql.endswith("ORDER NOCYCLE")
@@ -132,6 +137,23 @@ def test_dictionary_lookups_bind_names() -> None:
     sql, binds = ddl.select_indexes(names)
     assert set(binds.values()) == {names.vector_index, names.text_index, names.metadata_index}
     assert ":now" in ddl.insert_meta(names) and ":version" in ddl.update_meta_version(names)
+
+
+def test_metadata_migration_turns_native_json_into_text() -> None:
+    """2 -> 3: each table's native JSON metadata becomes JSON text in a checked CLOB."""
+    names = StoreNames.for_store("s")
+    assert ddl.SCHEMA_VERSION == 3
+    for table in (names.record, names.link):
+        steps = [sql for sql in ddl.migrations(names)[2] if f" {table} " in sql]
+        assert steps == [
+            f"ALTER TABLE {table} ADD (metadata_text CLOB)",
+            f"UPDATE {table} SET metadata_text = JSON_SERIALIZE(metadata RETURNING CLOB)",
+            f"ALTER TABLE {table} DROP COLUMN metadata",
+            f"ALTER TABLE {table} RENAME COLUMN metadata_text TO metadata",
+            f"ALTER TABLE {table} MODIFY (metadata NOT NULL)",
+            f"ALTER TABLE {table} ADD CONSTRAINT {table}_MD_CK CHECK (metadata IS JSON)",
+        ]
+    assert [v for v, _ in ddl.migration_plan(names, 1)] == [1] + [2] * 12
 
 
 def test_migration_plan() -> None:

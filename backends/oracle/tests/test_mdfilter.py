@@ -177,3 +177,23 @@ def test_canonical_distinguishes_types_and_folds_numbers() -> None:
     assert c(10**400).startswith("i")  # beyond float range: exact int text
     with pytest.raises(TypeError):
         c(object())
+
+
+NASTY_NUMBERS = [0, -0.0, 1, 1.0, True, 0.1, 0.1 + 0.2, 1e-300, 5e-324, 1e308, 2**53, 2**53 + 1, float(2**53),
+                 10**40 + 1, 10**126, int(1e308), 10**400, -(10**60), "1", None]
+
+
+def test_numbers_compare_exactly_as_the_reference_after_the_stored_round_trip() -> None:
+    """Every pair of awkward numbers (Oracle NUMBER would round or reject several): the facts
+    written from the metadata the store keeps (JSON text, read back with ``json.loads``) match
+    a filter exactly when ``agentmemory.filters`` says so."""
+    from agentmemory_oracle import sql as q
+
+    for stored in NASTY_NUMBERS:
+        kept = q.read_json_object(q.metadata_text({"n": stored, "l": [stored]}))
+        facts = mdfilter.metadata_facts(kept)
+        assert facts == mdfilter.metadata_facts({"n": stored, "l": [stored]})
+        for wanted in NASTY_NUMBERS:
+            for flt in ({"n": wanted}, {"l": {"$array_contains": wanted}}, {"n": {"$not": wanted}}):
+                got = mdfilter.evaluate(mdfilter.compile_filter(flt), facts)
+                assert got == metadata_matches(kept, flt), (stored, flt)

@@ -239,8 +239,8 @@ def test_query_count_links_plans(names: StoreNames, h: Any) -> None:
     count, _ = h.run_plan(plans.count_plan(names, RecordFilter()), responder(h, ("COUNT", [(7,)])))
     assert count == 7
     link_rows = [
-        ("l2", "a", "b", "supports", {}, datetime(2025, 1, 1)),
-        ("l10", "a", "c", "refines", {"w": 1}, datetime(2025, 1, 1)),
+        ("l2", "a", "b", "supports", "{}", datetime(2025, 1, 1)),
+        ("l10", "a", "c", "refines", '{"w":1}', datetime(2025, 1, 1)),
     ]
     links, _ = h.run_plan(plans.links_plan(names, ["a"], None), responder(h, ("SELECT", link_rows)))
     assert [x.link_id for x in links] == ["l10", "l2"]  # code point order, whatever the server sorted
@@ -443,8 +443,11 @@ def test_migrations_run_then_version_is_recorded(names: StoreNames, h: Any) -> N
     texts = [s.sql for s in stmts]
     alter = texts.index(f"ALTER TABLE {names.record} ADD (x NUMBER)")
     assert texts[alter + 1] == ddl.migrations(names)[1][0]  # 1 -> 2: the analyzer columns
-    assert texts[alter + 2].startswith(f"UPDATE {names.meta} SET schema_version = :version")
-    update = stmts[alter + 2]
+    to_text = ddl.migrations(names)[2]  # 2 -> 3: metadata as JSON text
+    assert texts[alter + 2 : alter + 2 + len(to_text)] == to_text
+    after = alter + 2 + len(to_text)
+    assert texts[after].startswith(f"UPDATE {names.meta} SET schema_version = :version")
+    update = stmts[after]
     assert isinstance(update, q.Execute) and update.binds["version"] == ddl.SCHEMA_VERSION
 
 

@@ -1,0 +1,90 @@
+"""Checks of issue #20 that only a real Oracle Database 23ai can make — only when one is given.
+
+Set ``AGENTMEMORY_ORACLE_DSN`` (plus ``AGENTMEMORY_ORACLE_USER``, ``AGENTMEMORY_ORACLE_PASSWORD``),
+as for ``test_conformance.py``; see ``backends/oracle/README.md``. Each test makes its own memory
+store and drops it afterwards. Without a DSN the module is skipped LOUDLY (reason in ``pytest
+-ra`` and a warning). The offline tests prove the same points up to the driver; these prove that
+the server agrees.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+DSN = os.environ.get("AGENTMEMORY_ORACLE_DSN", "").strip()
+SKIP_REASON = (
+    "ORACLE LIVE CHECKS NOT RUN: AGENTMEMORY_ORACLE_DSN is not set. Set AGENTMEMORY_ORACLE_DSN, "
+    "AGENTMEMORY_ORACLE_USER and AGENTMEMORY_ORACLE_PASSWORD to run them against Oracle Database "
+    "23ai (see backends/oracle/README.md)."
+)
+if not DSN:
+    warnings.warn(SKIP_REASON, UserWarning, stacklevel=1)
+    pytest.skip(SKIP_REASON, allow_module_level=True)
+
+from agentmemory_conformance.catalogue import NASTY_METADATA  # noqa: E402
+from agentmemory_conformance.support import E1, E2, T0, assert_same, rec  # noqa: E402
+from agentmemory_oracle import OracleStore  # noqa: E402
+
+from agentmemory.records import Link, LinkType  # noqa: E402
+from agentmemory.reference_store import InMemoryStore  # noqa: E402
+from agentmemory.spi import NewRecord, RecordFilter, RecordPatch, WriteBatch  # noqa: E402
+
+USER = os.environ.get("AGENTMEMORY_ORACLE_USER") or None
+PASSWORD = os.environ.get("AGENTMEMORY_ORACLE_PASSWORD") or None
+RUN = f"live-{os.getpid()}-{time.time_ns()}"
+NUMBERS: dict[str, Any] = {
+    "one-as-float": 1.0,
+    "tiny": 1e-300,
+    "huge": 1e308,
+    "above-2**53": 2**53 + 1,
+    "past-number-range": 10**126,
+    "in-a-list": [1.0, 1, 1e-300, True, None],
+}
+METADATA = {**NASTY_METADATA, **NUMBERS}
+
+
+def make_store(**options: Any) -> OracleStore:
+    return OracleStore(
+        user=USER, password=PASSWORD, dsn=DSN, memory_store_key=f"{RUN}:{uuid.uuid4()}", pool_min=0, pool_max=2, **options
+    )
+
+
+@pytest.fixture
+def store() -> Iterator[OracleStore]:
+    s = make_store()
+    s.open(dimension=4)
+    try:
+        yield s
+    finally:
+        s.close()
+        s.drop()
+
+
+def both(batch: WriteBatch, store: OracleStore, ref: InMemoryStore) -> None:
+    ref.write(batch)
+    store.write(batch)
+
+
+def test_metadata_round_trips_and_filters_exactly(store: OracleStore) -> None:
+    """Item 1: the nasty catalogue plus NUMBER-breaking numbers, written, patched and linked,
+    read back exactly as the reference keeps them, and every key filters."""
+    ref = InMemoryStore()
+    ref.open(dimension=4)
+    both(WriteBatch(add=[NewRecord(rec("r", metadata=METADATA), E1), NewRecord(rec("o"), E2)]), store, ref)
+    lnk = Link(link_id="l", source_id="r", target_id="o", link_type=LinkType.SUPPORTS, created_at=T0,
+               metadata=METADATA)
+    both(WriteBatch(add_links=[lnk]), store, ref)
+    assert_same(store.query(RecordFilter()), ref.query(RecordFilter()), seq=False, what="records")
+    assert_same(store.links(link_ids=["l"]), ref.links(link_ids=["l"]), what="links")
+    for key, value in METADATA.items():
+        flt = RecordFilter(metadata_filter={key: value})
+        assert [r.record_id for r in store.query(flt)] == [r.record_id for r in ref.query(flt)], key
+    both(WriteBatch(patch=[RecordPatch("o", metadata=NUMBERS)]), store, ref)
+    assert_same(store.query(RecordFilter(record_ids=("o",))), ref.query(RecordFilter(record_ids=("o",))), seq=False)
