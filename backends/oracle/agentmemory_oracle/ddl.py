@@ -78,13 +78,15 @@ class DdlStep:
     """One CREATE statement for the schema object ``name`` (looked up in USER_OBJECTS first).
 
     ``feature`` names what an optional step provides; optional steps may fail without failing
-    ``open``.
+    ``open``. ``domain`` marks a domain index (Oracle Text): a failed build leaves it FAILED, and
+    only ``DROP INDEX … FORCE`` removes it (``drop_index``).
     """
 
     name: str
     sql: str
     optional: bool = False
     feature: str | None = None
+    domain: bool = False
 
 
 def _in(values: list[str]) -> str:
@@ -210,6 +212,7 @@ def schema_steps(names: StoreNames, dimension: int, options: IndexOptions | None
                 f"PARAMETERS ('STOPLIST CTXSYS.EMPTY_STOPLIST SYNC (ON COMMIT)')",
                 optional=True,
                 feature="text_index",
+                domain=True,
             )
         )
     if options.metadata_index:
@@ -328,7 +331,22 @@ def sync_text_index(names: StoreNames) -> tuple[str, dict[str, str]]:
 
 
 def select_indexes(names: StoreNames) -> tuple[str, dict[str, str]]:
-    """Which optional indexes exist and are usable (``status`` VALID, domain index not FAILED)."""
+    """The state of the optional indexes: rows ``(index_name, status, domidx_opstatus,
+    domidx_status)``, NULLs read as VALID. Usable means all three VALID; see ``BROKEN_STATES``."""
     binds = {"v": names.vector_index, "t": names.text_index, "m": names.metadata_index}
-    sql = "SELECT index_name, status, NVL(domidx_opstatus, 'VALID') FROM user_indexes WHERE index_name IN (:v, :t, :m)"
+    sql = (
+        "SELECT index_name, status, NVL(domidx_opstatus, 'VALID'), NVL(domidx_status, 'VALID') "
+        "FROM user_indexes WHERE index_name IN (:v, :t, :m)"
+    )
     return sql, binds
+
+
+BROKEN_STATES = frozenset({"FAILED", "UNUSABLE", "IDXTYP_INVLD"})
+"""Index states that never heal on their own: a domain index whose build failed is FAILED (and
+DML on its table raises ORA-29861 until it is dropped), an index a DDL invalidated is UNUSABLE."""
+
+
+def drop_index(name: str, *, domain: bool) -> str:
+    """``DROP INDEX`` for an optional index; ``FORCE`` (domain indexes only, ORA-29862 otherwise)
+    drops a domain index even when it is FAILED or its indextype routine errors."""
+    return f"DROP INDEX {name} FORCE" if domain else f"DROP INDEX {name}"

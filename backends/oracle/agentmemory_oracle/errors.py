@@ -62,6 +62,7 @@ UNAVAILABLE = {
     "DPY-1002",  # connection pool is not open
     "DPY-1003",  # connection pool is closed / not open
 }
+BROKEN_INDEX = {"ORA-29861"}  # domain index is marked LOADING/FAILED/UNUSABLE: DML on its table fails
 TOO_LARGE = {"ORA-12899", "ORA-01704", "ORA-40478", "ORA-01489", "ORA-22835"}
 TEXT_QUERY = {"ORA-29902", "ORA-20000"}  # Oracle Text (DRG-…) errors surface through these
 
@@ -98,6 +99,11 @@ def map_error(exc: BaseException, *, operation: str = "operation") -> AgentMemor
         mapped = NotFound("record", f"(referenced record deleted concurrently: {message})")
     elif code in UNAVAILABLE:
         mapped = BackendUnavailable(text)
+    elif code in BROKEN_INDEX:
+        mapped = BackendUnavailable(
+            f"{text} (an Oracle Text index is not usable; opening the store with "
+            "schema_policy='create_if_necessary' drops and rebuilds it)"
+        )
     elif code in TRANSIENT or getattr(info, "isrecoverable", False) or getattr(info, "is_session_dead", False):
         mapped = TransientBackendError(text)
     elif code in TOO_LARGE:

@@ -303,7 +303,10 @@ def open_plan(
     REQUIRE_EXISTING runs no DDL: a missing store, an older schema or a missing table is
     ``BackendUnavailable``. CREATE_IF_NECESSARY creates what is missing (tolerating a concurrent
     creator) and applies migrations. RECREATE drops everything first. Optional indexes that
-    cannot be built leave a warning and a missing feature, not an error.
+    cannot be built leave a warning and a missing feature, not an error; a failed build is
+    dropped at once (a FAILED Oracle Text index would block every write to the chunk table), and
+    an optional index found FAILED or UNUSABLE is dropped and built again (REQUIRE_EXISTING only
+    warns, naming the statement that fixes it).
     """
     policy = SchemaPolicy(policy)
     if policy is SchemaPolicy.RECREATE:
@@ -366,14 +369,38 @@ def open_plan(
         raise BackendUnavailable(
             f"memory store {names.store_id!r} is incomplete (missing {', '.join(missing)}); {hint}"
         )
+    optional = {s.name: s for s in steps if s.optional}
+    index_rows: Sequence[Sequence[Any]] | None = None
+    changed = False
+    if existing & optional.keys():
+        index_rows = yield q.Fetch(*ddl.select_indexes(names))
+        for name in _broken_indexes(index_rows):
+            step, state = optional[name], _index_state(index_rows, name)
+            if require:
+                result.warnings.append(
+                    f"{step.feature} is not available: index {name} is {state}"
+                    + (" (DML on its table fails with ORA-29861 until it is dropped)" if step.domain else "")
+                    + f"; open with schema_policy='create_if_necessary' to drop and rebuild it, or run "
+                    f"{ddl.drop_index(name, domain=step.domain)}"
+                )
+                continue
+            dropped = yield from _drop_index(step)
+            result.warnings.append(
+                f"{step.feature}: index {name} was {state}; "
+                + ("dropped it" if dropped is None else f"could not drop it ({dropped})")
+                + f" ({ddl.drop_index(name, domain=step.domain)}) and built it again"
+            )
+            existing.discard(name)
+            changed = True
     if not require:
         for step in steps:
             if step.name not in existing:
                 yield from _create(step, result)
+                changed = True
     yield from _analyzer_plan(names, result, language, now)
-    sql, binds = ddl.select_indexes(names)
-    index_rows = yield q.Fetch(sql, binds)
-    usable = {str(row[0]) for row in index_rows if str(row[1]).upper() == "VALID" and str(row[2]).upper() == "VALID"}
+    if index_rows is None or changed:
+        index_rows = yield q.Fetch(*ddl.select_indexes(names))
+    usable = {str(row[0]) for row in index_rows if all(str(v).upper() == "VALID" for v in row[1:])}
     for feature, index in (
         ("vector_index", names.vector_index),
         ("text_index", names.text_index),
@@ -406,7 +433,31 @@ def _analyzer_plan(names: StoreNames, result: OpenResult, language: str | None, 
     return None
 
 
+def _broken_indexes(rows: Sequence[Sequence[Any]]) -> list[str]:
+    """Indexes in a state that never heals (``ddl.BROKEN_STATES``), in row order."""
+    return [str(row[0]) for row in rows if any(str(v).upper() in ddl.BROKEN_STATES for v in row[1:])]
+
+
+def _index_state(rows: Sequence[Sequence[Any]], name: str) -> str:
+    return "/".join(
+        dict.fromkeys(str(v).upper() for row in rows if str(row[0]) == name for v in row[1:] if str(v).upper() != "VALID")
+    )
+
+
+def _drop_index(step: ddl.DdlStep) -> Plan[BackendError | None]:
+    """Drop an optional index left FAILED/UNUSABLE (a missing one is fine); the error if that
+    failed too."""
+    try:
+        yield q.Execute(ddl.drop_index(step.name, domain=step.domain))
+    except BackendError as exc:
+        if ora_code_of(exc) not in DOES_NOT_EXIST:
+            return exc
+    return None
+
+
 def _create(step: ddl.DdlStep, result: OpenResult) -> Plan[None]:
+    """Run one CREATE; an optional one that fails leaves a warning, and whatever the failed build
+    left behind (a FAILED domain index blocks DML on its table) is dropped at once."""
     try:
         yield q.Execute(step.sql)
         result.created.append(step.name)
@@ -415,5 +466,7 @@ def _create(step: ddl.DdlStep, result: OpenResult) -> Plan[None]:
             return None
         if not step.optional:
             raise
-        result.warnings.append(f"{step.feature or step.name} is not available: {exc}")
+        dropped = yield from _drop_index(step)
+        cleanup = "" if dropped is None else f"; dropping what the build left failed too ({dropped})"
+        result.warnings.append(f"{step.feature or step.name} is not available: {exc}{cleanup}")
     return None

@@ -63,6 +63,11 @@ def test_messages_name_the_operation_and_keep_the_driver_text() -> None:
     assert isinstance(too_big, InvalidArgument) and too_big.argument == "record"
 
 
+def test_broken_domain_index_says_how_to_fix_it() -> None:
+    mapped = map_error(driver_error("ORA-29861"), operation="write")
+    assert type(mapped) is BackendUnavailable and "create_if_necessary" in str(mapped)
+
+
 def test_recoverable_errors_are_transient() -> None:
     assert isinstance(map_error(driver_error("ORA-99999", recoverable=True)), TransientBackendError)
 

@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
+import oracledb
 import pytest
 
 DSN = os.environ.get("AGENTMEMORY_ORACLE_DSN", "").strip()
@@ -31,6 +32,7 @@ if not DSN:
 from agentmemory_conformance.catalogue import NASTY_METADATA  # noqa: E402
 from agentmemory_conformance.support import E1, E2, T0, assert_same, rec  # noqa: E402
 from agentmemory_oracle import OracleStore  # noqa: E402
+from agentmemory_oracle.names import StoreNames  # noqa: E402
 
 from agentmemory.records import Link, LinkType  # noqa: E402
 from agentmemory.reference_store import InMemoryStore  # noqa: E402
@@ -51,9 +53,10 @@ METADATA = {**NASTY_METADATA, **NUMBERS}
 
 
 def make_store(**options: Any) -> OracleStore:
-    return OracleStore(
-        user=USER, password=PASSWORD, dsn=DSN, memory_store_key=f"{RUN}:{uuid.uuid4()}", pool_min=0, pool_max=2, **options
-    )
+    """A store of its own (a fresh table prefix unless ``memory_store_id`` is given)."""
+    if "memory_store_id" not in options:
+        options["memory_store_key"] = f"{RUN}:{uuid.uuid4()}"
+    return OracleStore(user=USER, password=PASSWORD, dsn=DSN, pool_min=0, pool_max=2, **options)
 
 
 @pytest.fixture
@@ -65,6 +68,13 @@ def store() -> Iterator[OracleStore]:
     finally:
         s.close()
         s.drop()
+
+
+def execute(statement: str) -> list[Any]:
+    """Run one statement on a connection of its own (rows for a query, [] otherwise)."""
+    with oracledb.connect(user=USER, password=PASSWORD, dsn=DSN) as conn, conn.cursor() as cursor:
+        cursor.execute(statement)
+        return list(cursor.fetchall()) if cursor.description else []
 
 
 def both(batch: WriteBatch, store: OracleStore, ref: InMemoryStore) -> None:
@@ -88,3 +98,33 @@ def test_metadata_round_trips_and_filters_exactly(store: OracleStore) -> None:
         assert [r.record_id for r in store.query(flt)] == [r.record_id for r in ref.query(flt)], key
     both(WriteBatch(patch=[RecordPatch("o", metadata=NUMBERS)]), store, ref)
     assert_same(store.query(RecordFilter(record_ids=("o",))), ref.query(RecordFilter(record_ids=("o",))), seq=False)
+
+
+def test_failed_text_index_is_dropped_and_rebuilt_at_open() -> None:
+    """Item 2: a FAILED Oracle Text index (here: built with a lexer preference that does not
+    exist) blocks writes with ORA-29861; opening the store drops it with FORCE and rebuilds it."""
+    first = make_store(text_index=False)
+    first.open(dimension=4)
+    first.close()
+    names = StoreNames.for_store(first.memory_store_id)
+    try:
+        with pytest.raises(oracledb.DatabaseError):
+            execute(
+                f"CREATE INDEX {names.text_index} ON {names.chunk} (chunk_text) INDEXTYPE IS CTXSYS.CONTEXT "
+                "PARAMETERS ('LEXER AM_NO_SUCH_LEXER_PREFERENCE')"
+            )
+        state = execute(f"SELECT status, domidx_opstatus FROM user_indexes WHERE index_name = '{names.text_index}'")
+        if not state:
+            pytest.skip("this server removed the failed Oracle Text index by itself: nothing to repair")
+        store = make_store(memory_store_id=names.store_id)
+        with pytest.warns(RuntimeWarning, match="dropped it"):
+            store.open(dimension=4)
+        try:
+            assert "text_index" in store.info().extra["features"]
+            store.write(WriteBatch(add=[NewRecord(rec("k", content="quokka sighting"), E1)]))
+            store.settle()
+            assert [h.record.record_id for h in store.keyword_search("quokka", RecordFilter(), 3)] == ["k"]
+        finally:
+            store.close()
+    finally:
+        first.drop()

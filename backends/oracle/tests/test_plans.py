@@ -581,3 +581,109 @@ def test_drop_plan_tolerates_vanished_objects(names: StoreNames, h: Any) -> None
             plans.drop_plan(names),
             responder(h, ("FROM user_objects", [(names.chunk, "TABLE")]), ("DROP", ora("ORA-00054", "busy"))),
         )
+
+
+# ---- broken optional indexes (issue #20, item 2) -------------------------------------------------------
+VEC_I, TEXT_I, MVI = (x[0] for x in ALL_INDEXES)
+
+
+class IndexStates:
+    """``user_indexes`` rows that change with the DDL the plan sends (drop, then create)."""
+
+    def __init__(self, states: dict[str, tuple[str, str, str]]) -> None:
+        self.states = dict(states)
+
+    def select(self, stmt: q.Statement) -> list[tuple[str, str, str, str]]:
+        return [(name, *state) for name, state in self.states.items()]
+
+    def ddl(self, stmt: q.Statement) -> int:
+        name = stmt.sql.split()[2] if stmt.sql.startswith("DROP") else stmt.sql.split(" ON ")[0].split()[-1]
+        if stmt.sql.startswith("DROP"):
+            self.states.pop(name)
+        else:
+            self.states[name] = ("VALID", "VALID", "VALID")
+        return 0
+
+
+def test_failed_optional_index_build_is_dropped_at_once(names: StoreNames, h: Any) -> None:
+    """A failed Oracle Text build leaves a FAILED domain index that blocks DML on the chunk
+    table (ORA-29861): it is dropped with FORCE right away; other indexes without FORCE
+    (ORA-29862 forbids it for non-domain indexes)."""
+    result, stmts = _open(
+        names,
+        h,
+        SchemaPolicy.CREATE_IF_NECESSARY,
+        ("FROM user_objects", _objects(names, optional=False)),
+        ("SELECT schema_version", [(ddl.SCHEMA_VERSION, 4)]),
+        ("CREATE VECTOR INDEX", ora("ORA-51962", "The vector memory area is out of space")),
+        ("CTXSYS.CONTEXT", ora("ORA-29855", "error occurred in the execution of ODCIINDEXCREATE routine")),
+        (f"DROP INDEX {VEC_I}", ora("ORA-01418", "specified index does not exist")),
+        ("FROM user_indexes", [(MVI, "VALID", "VALID", "VALID"), (TEXT_I, "VALID", "FAILED", "VALID")]),
+    )
+    texts = [s.sql for s in stmts]
+    assert texts[texts.index(next(t for t in texts if "CTXSYS.CONTEXT" in t)) + 1] == f"DROP INDEX {TEXT_I} FORCE"
+    assert texts[texts.index(next(t for t in texts if t.startswith("CREATE VECTOR INDEX"))) + 1] == f"DROP INDEX {VEC_I}"
+    assert result.features == {"metadata_index"}
+    assert [w.split(" is not available")[0] for w in result.warnings] == ["vector_index", "text_index"]
+    assert "ORA-29855" in result.warnings[1] and "failed too" not in result.warnings[1]
+
+
+@pytest.mark.parametrize(
+    ("index", "state", "drop", "create"),
+    [
+        (TEXT_I, ("VALID", "FAILED", "VALID"), f"DROP INDEX {TEXT_I} FORCE", "CTXSYS.CONTEXT"),
+        (TEXT_I, ("UNUSABLE", "VALID", "VALID"), f"DROP INDEX {TEXT_I} FORCE", "CTXSYS.CONTEXT"),
+        (VEC_I, ("UNUSABLE", "VALID", "VALID"), f"DROP INDEX {VEC_I}", "CREATE VECTOR INDEX"),
+        (MVI, ("UNUSABLE", "VALID", "VALID"), f"DROP INDEX {MVI}", "CREATE MULTIVALUE INDEX"),
+    ],
+)
+def test_broken_index_found_at_open_is_dropped_and_rebuilt(
+    names: StoreNames, h: Any, index: str, state: tuple[str, str, str], drop: str, create: str
+) -> None:
+    valid = ("VALID", "VALID", "VALID")
+    indexes = IndexStates({TEXT_I: valid, VEC_I: valid, MVI: valid} | {index: state})
+    result, stmts = _open(
+        names,
+        h,
+        SchemaPolicy.CREATE_IF_NECESSARY,
+        ("FROM user_objects", _objects(names)),
+        ("SELECT schema_version", [(ddl.SCHEMA_VERSION, 4)]),
+        ("FROM user_indexes", indexes.select),
+        ("DROP INDEX", indexes.ddl),
+        ("CREATE", indexes.ddl),
+    )
+    ddl_sent = [s.sql for s in stmts if s.sql.startswith(("DROP", "CREATE"))]
+    assert len(ddl_sent) == 2 and ddl_sent[0] == drop and create in ddl_sent[1]
+    assert result.features == {"vector_index", "text_index", "metadata_index"}
+    assert len(result.warnings) == 1 and index in result.warnings[0] and "built it again" in result.warnings[0]
+    assert "/".join(s for s in state if s != "VALID") in result.warnings[0]
+
+
+def test_broken_index_under_require_existing_only_warns(names: StoreNames, h: Any) -> None:
+    result, stmts = _open(
+        names,
+        h,
+        SchemaPolicy.REQUIRE_EXISTING,
+        ("FROM user_objects", _objects(names)),
+        ("SELECT schema_version", [(ddl.SCHEMA_VERSION, 4)]),
+        ("FROM user_indexes", [(TEXT_I, "VALID", "FAILED", "VALID"), (VEC_I, "VALID", "VALID", "VALID")]),
+    )
+    assert not any(s.sql.startswith(("DROP", "CREATE")) for s in stmts)
+    assert result.features == {"vector_index"}
+    (warning,) = result.warnings
+    assert "ORA-29861" in warning and f"DROP INDEX {TEXT_I} FORCE" in warning
+
+
+def test_index_that_cannot_be_dropped_is_reported(names: StoreNames, h: Any) -> None:
+    result, _ = _open(
+        names,
+        h,
+        SchemaPolicy.CREATE_IF_NECESSARY,
+        ("FROM user_objects", _objects(names)),
+        ("SELECT schema_version", [(ddl.SCHEMA_VERSION, 4)]),
+        ("FROM user_indexes", [(TEXT_I, "VALID", "FAILED", "VALID")]),
+        ("DROP INDEX", ora("ORA-00054", "resource busy")),
+        ("CTXSYS.CONTEXT", ora("ORA-00955", "name is already used")),
+    )
+    assert "text_index" not in result.features
+    assert any("could not drop it" in w and "ORA-00054" in w for w in result.warnings)

@@ -106,6 +106,8 @@ def _statements() -> list[tuple[str, str]]:
         *((f"migration:{v}", sql) for v, sqls in ddl.migrations(N).items() for sql in sqls),
         ("objects", ddl.select_objects(N, ["A", "B"])[0]),
         ("indexes", ddl.select_indexes(N)[0]),
+        ("drop_text_index", ddl.drop_index(N.text_index, domain=True)),
+        ("drop_vector_index", ddl.drop_index(N.vector_index, domain=False)),
         ("sync_text_index", ddl.sync_text_index(N)[0]),
     ]
     out += [(f"ddl:{s.name}", s.sql) for s in ddl.schema_steps(N, 8)]
