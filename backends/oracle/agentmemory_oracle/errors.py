@@ -3,6 +3,12 @@
 Works on any exception shaped like ``oracledb.Error`` (``args[0]`` with ``full_code``,
 ``message``, ``isrecoverable``), so the mapping is unit tested with real driver error objects
 and no server. The ORA/DPY code is kept on the mapped error as ``ora_code``.
+
+The tables hold codes as python-oracledb reports them: the driver rewrites some server errors
+to its own (``oracledb.errors.ERR_ORACLE_ERROR_XREF``: ORA-03113, 03114, 03135, 12537, 01089 and
+others become DPY-4011, "the database or network closed the connection"), so only DPY-4011 can
+match those. Unknown codes, and ones that mean a bug in this package (ORA-00904 invalid
+identifier, DPY-1003 "the executed statement does not return rows"), are ``BackendError``.
 """
 
 from __future__ import annotations
@@ -31,12 +37,11 @@ TRANSIENT = {
     "ORA-08177",  # cannot serialize access
     "ORA-30006",  # resource busy; acquire with WAIT timeout expired
     "ORA-51906",  # vector index build in progress (retried by the reference too)
-    "ORA-03113",  # end-of-file on communication channel
-    "ORA-03114",  # not connected
-    "ORA-03135",  # connection lost contact
+    "ORA-51815",  # HNSW vector index snapshot is too old (a new snapshot was just built: retry)
     "ORA-25408",  # cannot safely replay call
     "ORA-01013",  # user requested cancel (call timeout)
-    "DPY-4011",  # the database or network closed the connection
+    "DPY-4011",  # the database or network closed the connection: how python-oracledb reports
+    #              ORA-03113, 03114, 03135, 12537, 01089, 00028, 00600 and the rest of its list
     "DPY-4024",  # call timeout exceeded
     "DPY-1001",  # not connected to database
     "DPY-4005",  # timed out waiting for the connection pool
@@ -46,22 +51,22 @@ UNAVAILABLE = {
     "ORA-28000",  # account locked
     "ORA-01033",  # initialization or shutdown in progress
     "ORA-01034",  # not available
-    "ORA-01089",  # immediate shutdown
-    "ORA-12514",  # listener does not know the service
-    "ORA-12505",  # listener does not know the SID
+    "ORA-12514",  # listener does not know the service (thick mode; thin reports DPY-6001)
+    "ORA-12505",  # listener does not know the SID (thick mode; thin reports DPY-6003)
     "ORA-12541",  # no listener
     "ORA-12170",  # connect timeout
     "ORA-12528",  # listener: all handlers blocking new connections
-    "ORA-12537",  # TNS connection closed
     "ORA-00942",  # table or view does not exist (store not created, or no grant)
     "ORA-01031",  # insufficient privileges
-    "ORA-00904",  # invalid identifier (schema older than this package)
+    "DPY-4000",  # cannot find the TNS alias
+    "DPY-4001",  # no credentials given
+    "DPY-6000",  # listener refused the connection
+    "DPY-6001",  # service not registered with the listener
+    "DPY-6003",  # SID not registered with the listener
     "DPY-6005",  # cannot connect to database
-    "DPY-6000",  # cannot connect (listener refused)
-    "DPY-6001",
     "DPY-1002",  # connection pool is not open
-    "DPY-1003",  # connection pool is closed / not open
 }
+NOT_A_NUMBER = {"DPY-4003"}  # value cannot be represented as an Oracle NUMBER
 BROKEN_INDEX = {"ORA-29861"}  # domain index is marked LOADING/FAILED/UNUSABLE: DML on its table fails
 TOO_LARGE = {"ORA-12899", "ORA-01704", "ORA-40478", "ORA-01489", "ORA-22835"}
 TEXT_QUERY = {"ORA-29902", "ORA-20000"}  # Oracle Text (DRG-…) errors surface through these
@@ -108,6 +113,8 @@ def map_error(exc: BaseException, *, operation: str = "operation") -> AgentMemor
         mapped = TransientBackendError(text)
     elif code in TOO_LARGE:
         mapped = InvalidArgument("record", f"a value is too large for the Oracle schema ({message})")
+    elif code in NOT_A_NUMBER:
+        mapped = InvalidArgument("record", f"a number cannot be stored as an Oracle NUMBER ({message})")
     elif code in TEXT_QUERY:
         mapped = BackendError(f"{text} (Oracle Text; is the CONTEXT index valid?)")
     else:

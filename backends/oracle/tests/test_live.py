@@ -128,3 +128,25 @@ def test_failed_text_index_is_dropped_and_rebuilt_at_open() -> None:
             store.close()
     finally:
         first.drop()
+
+
+def test_server_errors_map_to_typed_errors() -> None:
+    """Item 3: codes as a real server and python-oracledb report them: an SQL bug (ORA-00904)
+    is a BackendError, not BackendUnavailable; a call timeout (DPY-4024) is transient."""
+    from agentmemory_oracle import sql as q
+    from agentmemory_oracle.errors import ora_code_of
+    from agentmemory_oracle.store import drive_sync
+
+    from agentmemory.errors import BackendError, TransientBackendError
+
+    def one(stmt: q.Statement) -> Any:
+        return (yield stmt)
+
+    with oracledb.connect(user=USER, password=PASSWORD, dsn=DSN) as conn:
+        with pytest.raises(BackendError) as info:
+            drive_sync(conn, one(q.Fetch("SELECT no_such_column FROM dual")))
+        assert type(info.value) is BackendError and ora_code_of(info.value) == "ORA-00904"
+        conn.call_timeout = 200
+        with pytest.raises(TransientBackendError) as slow:
+            drive_sync(conn, one(q.Execute("BEGIN DBMS_SESSION.SLEEP(3); END;")))
+        assert ora_code_of(slow.value) == "DPY-4024"
