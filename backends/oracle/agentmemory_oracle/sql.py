@@ -63,8 +63,14 @@ LINK_COLUMNS = ("link_id", "source_id", "target_id", "link_type", "metadata", "c
 NLS_BINARY = "'NLS_SORT=BINARY'"
 """Tie-breaks sort ids by code point (UTF-8 byte order) whatever the session's NLS_SORT."""
 
-TEXT_QUERY_MAX_TERMS = 64
-TEXT_TERM_MAX_BYTES = 64
+TEXT_QUERY_MAX_BYTES = 4000
+"""The Oracle Text query is bound as a string: up to 4,000 bytes it travels as VARCHAR2; longer,
+python-oracledb thin sends it as LONG, which ``CONTAINS`` on a database with the default
+``MAX_STRING_SIZE=STANDARD`` rejects. ``text_query`` stays within it."""
+TEXT_TOKEN_MAX_BYTES = 255
+"""Oracle Text (18c and later) indexes tokens of up to 255 bytes and truncates longer ones; a
+longer query term is cut to the same prefix, so it still finds its document."""
+_ACCUM = " ACCUM "
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 """Letters and digits: analysed terms split at ``_``, as Oracle Text's lexer splits them."""
 
@@ -410,18 +416,30 @@ def text_query(text: str, analyzer: Analyzer | None = None) -> str | None:
 
     Terms come from ``analyzer`` (default English), the one that wrote ``chunk_text``; each is
     split into runs of letters and digits (at ``_``, like Oracle Text's BASIC_LEXER splits the
-    indexed text), de-duplicated, wrapped in ``{…}`` (Oracle Text's escape: such a token cannot
-    contain ``}``), at most 64 bytes each, and joined with ``ACCUM`` so documents matching more
-    terms score higher. The result is always bound, never pasted into SQL.
+    indexed text), cut to ``TEXT_TOKEN_MAX_BYTES`` (at a character boundary), de-duplicated,
+    wrapped in ``{…}`` (Oracle Text's escape: such a token cannot contain ``}``) and joined with
+    ``ACCUM`` so documents matching more terms score higher. Terms are taken in order while the
+    query fits ``TEXT_QUERY_MAX_BYTES`` of UTF-8. The result is always bound, never pasted into SQL.
     """
     analysed = (analyzer or Analyzer.for_language()).query_terms(text)
-    terms = []
-    for token in dict.fromkeys(piece for term in analysed for piece in _WORD.findall(term)):
-        if len(token.encode("utf-8")) <= TEXT_TERM_MAX_BYTES:
-            terms.append("{" + token + "}")
-        if len(terms) >= TEXT_QUERY_MAX_TERMS:
-            break
-    return " ACCUM ".join(terms) if terms else None
+    pieces = (piece for term in analysed for piece in _WORD.findall(term))
+    terms: list[str] = []
+    size = 0
+    for token in dict.fromkeys(_utf8_prefix(piece, TEXT_TOKEN_MAX_BYTES) for piece in pieces):
+        term = "{" + token + "}"
+        cost = len(term.encode("utf-8")) + (len(_ACCUM) if terms else 0)
+        if size + cost <= TEXT_QUERY_MAX_BYTES:
+            terms.append(term)
+            size += cost
+    return _ACCUM.join(terms) if terms else None
+
+
+def _utf8_prefix(text: str, max_bytes: int) -> str:
+    """The longest prefix of ``text`` whose UTF-8 form has at most ``max_bytes`` bytes."""
+    data = text.encode("utf-8")
+    if len(data) <= max_bytes:
+        return text
+    return data[:max_bytes].decode("utf-8", "ignore")
 
 
 def keyword_search(names: StoreNames, flt: RecordFilter, query: str, k: int) -> Fetch:

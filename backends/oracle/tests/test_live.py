@@ -150,3 +150,21 @@ def test_server_errors_map_to_typed_errors() -> None:
         with pytest.raises(TransientBackendError) as slow:
             drive_sync(conn, one(q.Execute("BEGIN DBMS_SESSION.SLEEP(3); END;")))
         assert ora_code_of(slow.value) == "DPY-4024"
+
+
+def test_long_keyword_queries_and_long_tokens(store: OracleStore) -> None:
+    """Item 4: a query of hundreds of terms stays a VARCHAR2 bind CONTAINS accepts, and tokens
+    longer than 64 bytes (up to Oracle Text's 255, and past it) still find their record."""
+    long_token = "z" * 120
+    longer_token = "q" * 300
+    store.write(WriteBatch(add=[
+        NewRecord(rec("long", content=f"marker {long_token}"), E1),
+        NewRecord(rec("longer", content=f"other {longer_token}"), E2),
+    ]))
+    store.settle()
+    many = " ".join(f"term{i:03d}" + "x" * 60 for i in range(300))
+    assert store.keyword_search(many, RecordFilter(), 5) == []
+    hits = store.keyword_search(f"{many} {long_token}", RecordFilter(), 5)  # accepted, whatever fits
+    assert {h.record.record_id for h in hits} <= {"long"}
+    assert [h.record.record_id for h in store.keyword_search(long_token, RecordFilter(), 5)] == ["long"]
+    assert [h.record.record_id for h in store.keyword_search(longer_token, RecordFilter(), 5)] == ["longer"]
