@@ -10,6 +10,7 @@ objects). The sync driver runs plans on a python-oracledb ``Connection``, the as
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -26,6 +27,8 @@ from . import ddl
 from . import sql as q
 from .errors import ora_code_of
 from .names import StoreNames
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 Plan = Generator[q.Statement, Any, T]
@@ -64,7 +67,8 @@ class VectorPlanner:
 
     With an index, a bounded COUNT of the filtered chunks decides: at most ``exact_threshold``
     candidates are ranked exactly (selective scopes stay exact, and cheap), more go through
-    ``FETCH APPROX`` asking for ``max(k * overfetch, k + min_extra)`` neighbours.
+    ``FETCH APPROX`` asking for ``max(k * overfetch, k + min_extra)`` neighbours, capped at
+    ``max_candidates`` (``sql.APPROX_MAX_CANDIDATES``); a ``k`` above the cap is ranked exactly.
     """
 
     index_available: bool = True
@@ -72,11 +76,14 @@ class VectorPlanner:
     target_accuracy: int = 95
     overfetch: int = 2
     min_extra: int = 20
-    max_candidates: int = 10_000
+    max_candidates: int = q.APPROX_MAX_CANDIDATES
 
-    def candidates(self, k: int) -> int:
-        """How many approximate neighbours to ask for before the exact re-rank to ``k``."""
-        return max(k, min(self.max_candidates, max(k * self.overfetch, k + self.min_extra)))
+    def candidates(self, k: int) -> int | None:
+        """How many approximate neighbours to ask for before the exact re-rank to ``k``, or None
+        when ``k`` itself is more than ``FETCH APPROX`` may ask for (rank exactly instead)."""
+        if k > self.max_candidates:
+            return None
+        return min(self.max_candidates, max(k * self.overfetch, k + self.min_extra))
 
 
 def _sort_hits_by_distance(hits: list[Hit]) -> list[Hit]:
@@ -86,24 +93,30 @@ def _sort_hits_by_distance(hits: list[Hit]) -> list[Hit]:
 def vector_plan(
     names: StoreNames, vector: np.ndarray, flt: RecordFilter, k: int, planner: VectorPlanner
 ) -> Plan[list[Hit]]:
-    """``vector_search``: count-based choice of exact or approximate, ties by (distance, id)."""
+    """``vector_search``: count-based choice of exact or approximate, ties by (distance, id).
+    An approximate query the server refuses for its K (ORA-51966) is ranked exactly instead."""
+    candidates = planner.candidates(k)
     approximate = False
     if planner.index_available:
         rows = yield q.count_vector_candidates(names, flt, planner.exact_threshold + 1)
         n = int(rows[0][0]) if rows else 0
         if n == 0:
             return []
-        approximate = n > planner.exact_threshold
-    stmt = q.vector_search(
-        names,
-        flt,
-        vector,
-        k,
-        approximate=approximate,
-        candidates=planner.candidates(k),
-        target_accuracy=planner.target_accuracy,
-    )
-    rows = yield stmt
+        approximate = n > planner.exact_threshold and candidates is not None
+    exact = q.vector_search(names, flt, vector, k)
+    if approximate:
+        approx = q.vector_search(
+            names, flt, vector, k, approximate=True, candidates=candidates, target_accuracy=planner.target_accuracy
+        )
+        try:
+            rows = yield approx
+        except BackendError as exc:
+            if ora_code_of(exc) not in q.APPROX_TOO_HIGH:
+                raise
+            log.warning("%s: FETCH APPROX FIRST %s refused (%s); ranking exactly", names.store_id, candidates, exc)
+            rows = yield exact
+    else:
+        rows = yield exact
     hits = [
         Hit(record=q.record_from_row(row), distance=float(row[-1])) for row in rows if q.is_finite_distance(row[-1])
     ]

@@ -362,6 +362,13 @@ def pair_of(link: Link) -> tuple[str, str]:
 
 
 # ---- vector search ------------------------------------------------------------------------
+APPROX_MAX_CANDIDATES = 1000
+"""The most neighbours one ``FETCH APPROX FIRST n`` asks the HNSW index for. A large ``n`` fails
+with ORA-51966 ("TopK RowIDs HNSW memory allocation is failing": the K value is too high);
+Oracle documents no number, only "specify reasonable K values", so this is a conservative cap.
+Searches that need more are ranked exactly (``plans.VectorPlanner``)."""
+APPROX_TOO_HIGH = frozenset({"ORA-51966"})
+"""The error of a ``FETCH APPROX`` whose K the server cannot allocate; the plan then ranks exactly."""
 def count_vector_candidates(names: StoreNames, flt: RecordFilter, cap: int) -> Fetch:
     """How many chunks match ``flt``, counting at most ``cap`` (the planner's probe)."""
     binds = Binds()
@@ -395,8 +402,8 @@ def vector_search(
     if approximate:
         n = int(candidates if candidates is not None else k)
         accuracy = int(target_accuracy)
-        if not 1 <= accuracy <= 100 or n < 1:
-            raise ValueError("candidates must be >= 1 and target_accuracy in 1..100")
+        if not 1 <= accuracy <= 100 or not 1 <= n <= APPROX_MAX_CANDIDATES:
+            raise ValueError(f"candidates must be in 1..{APPROX_MAX_CANDIDATES} and target_accuracy in 1..100")
         inner += f" ORDER BY {distance} FETCH APPROX FIRST {n} ROWS ONLY WITH TARGET ACCURACY {accuracy}"
     top = (
         f"SELECT record_id, distance FROM ({inner}) "

@@ -168,3 +168,26 @@ def test_long_keyword_queries_and_long_tokens(store: OracleStore) -> None:
     assert {h.record.record_id for h in hits} <= {"long"}
     assert [h.record.record_id for h in store.keyword_search(long_token, RecordFilter(), 5)] == ["long"]
     assert [h.record.record_id for h in store.keyword_search(longer_token, RecordFilter(), 5)] == ["longer"]
+
+
+def test_large_k_never_reaches_the_hnsw_index_unbounded() -> None:
+    """Item 5: with every search sent to the HNSW index (``exact_search_threshold=0``), a k up to
+    the cap asks FETCH APPROX for at most 1,000 neighbours and a larger k is ranked exactly; both
+    answer without ORA-51966 and agree with the exact ranking."""
+    import numpy as np
+
+    store = make_store(exact_search_threshold=0)
+    store.open(dimension=4)
+    try:
+        rng = np.random.default_rng(7)
+        vectors = rng.normal(size=(60, 4)).astype(np.float32)
+        store.write(WriteBatch(add=[NewRecord(rec(f"r{i:02d}"), v) for i, v in enumerate(vectors)]))
+        expected = sorted(
+            (float(1 - v @ E1 / np.linalg.norm(v)), f"r{i:02d}") for i, v in enumerate(vectors.astype(np.float64))
+        )
+        for k in (500, 1000, 5000):
+            hits = store.vector_search(E1, RecordFilter(), k)
+            assert {h.record.record_id for h in hits} == {rid for _, rid in expected}, k
+    finally:
+        store.close()
+        store.drop()

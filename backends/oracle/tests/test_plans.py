@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
+import numpy as np
 import oracledb
 import pytest
 from agentmemory_oracle import ddl, plans
@@ -280,7 +281,45 @@ def test_vector_planner(
 def test_planner_candidates() -> None:
     p = plans.VectorPlanner()
     assert p.candidates(1) == 21 and p.candidates(10) == 30 and p.candidates(100) == 200
-    assert p.candidates(10_000) == 10_000
+    assert p.max_candidates == q.APPROX_MAX_CANDIDATES == 1000
+    assert p.candidates(600) == 1000 and p.candidates(1000) == 1000  # capped, never below k
+    assert p.candidates(1001) is None and p.candidates(10_000) is None  # past the cap: exact
+    with pytest.raises(ValueError):
+        q.vector_search(StoreNames.for_store("s"), RecordFilter(), np.ones(4), 5, approximate=True, candidates=1001)
+
+
+@pytest.mark.parametrize("k", [1001, 5000])
+def test_k_past_the_approximate_cap_is_ranked_exactly(names: StoreNames, h: Any, k: int) -> None:
+    """Issue #20, item 5: FETCH APPROX with a large K fails with ORA-51966; such searches are
+    ranked exactly even when the scope is large enough for the index."""
+    planner = plans.VectorPlanner(exact_threshold=10)
+    _, stmts = h.run_plan(
+        plans.vector_plan(names, h.vec(1), RecordFilter(), k, planner),
+        responder(h, ("SELECT COUNT(*)", [(11,)]), ("VECTOR_DISTANCE", [_row(h, "a", 0.5)])),
+    )
+    assert len(stmts) == 2 and "APPROX" not in stmts[1].sql and "FETCH FIRST :b" in stmts[1].sql
+    assert stmts[1].binds[max(stmts[1].binds, key=lambda b: int(b[1:]))] == k
+
+
+def test_approximate_query_refused_for_its_k_falls_back_to_exact(names: StoreNames, h: Any) -> None:
+    planner = plans.VectorPlanner(exact_threshold=10)
+
+    def vectors(stmt: q.Statement) -> Any:
+        if "APPROX" in stmt.sql:
+            raise ora("ORA-51966", "TopK RowIDs HNSW memory allocation is failing.")
+        return [_row(h, "a", 0.5)]
+
+    hits, stmts = h.run_plan(
+        plans.vector_plan(names, h.vec(1), RecordFilter(), 500, planner),
+        responder(h, ("SELECT COUNT(*)", [(11,)]), ("VECTOR_DISTANCE", vectors)),
+    )
+    assert ["APPROX" in s.sql for s in stmts[1:]] == [True, False]
+    assert "FETCH APPROX FIRST 1000 ROWS ONLY" in stmts[1].sql and [x.record.record_id for x in hits] == ["a"]
+    with pytest.raises(BackendError, match="ORA-51962"):  # other errors are not swallowed
+        h.run_plan(
+            plans.vector_plan(names, h.vec(1), RecordFilter(), 5, planner),
+            responder(h, ("SELECT COUNT(*)", [(11,)]), ("APPROX", ora("ORA-51962", "vector memory"))),
+        )
 
 
 def test_keyword_plan(names: StoreNames, h: Any) -> None:
