@@ -59,7 +59,9 @@ log = logging.getLogger(__name__)
 _PROCESS_RUN = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
 """Tells this process's ``in_directory`` stores from earlier runs' on the same database."""
 
-MIN_SERVER_MAJOR = 23
+MIN_SERVER_RELEASE = (23, 4)
+"""Oracle Database 23ai release 23.4: the first with the ``VECTOR`` type and vector indexes
+(23.2/23.3 were the pre-release "23c" Free builds without them)."""
 _DB_TYPES = {
     "json": oracledb.DB_TYPE_JSON,
     "vector": oracledb.DB_TYPE_VECTOR,
@@ -484,15 +486,10 @@ class OracleStore(MemoryStore):
             log.warning("store %s: no usable Oracle Text index; keyword search is disabled", self._names.store_id)
 
     def _check_server(self, conn: Any) -> None:
-        """Require Database 23ai+ (VECTOR type) and warn when the session does not sort binary."""
+        """Require Oracle Database 23.4+ (VECTOR type) and warn when the session does not sort binary."""
         version = str(getattr(conn, "version", "") or "")
         self._server_version = version or None
-        try:
-            major = int(version.split(".")[0])
-        except ValueError:
-            major = MIN_SERVER_MAJOR
-        if major < MIN_SERVER_MAJOR:
-            raise BackendUnavailable(f"Oracle Database {version} is too old: the VECTOR type needs 23ai or later")
+        check_server_version(version)
         try:
             rows = drive_sync(
                 conn,
@@ -650,6 +647,32 @@ class OracleStore(MemoryStore):
 
     def __repr__(self) -> str:
         return f"OracleStore(memory_store_id={self._names.store_id!r}, dsn={self._dsn!r})"
+
+
+def server_release(version: str) -> tuple[int, int] | None:
+    """``(major, release update)`` of a python-oracledb ``Connection.version`` such as
+    ``"23.4.0.24.05"``, or None when it is not in that form."""
+    parts = version.split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def check_server_version(version: str) -> None:
+    """``BackendUnavailable`` naming the release needed when ``version`` is older than 23.4; a
+    version that cannot be read is let through (the DDL would then fail on its own)."""
+    release = server_release(version)
+    if release is None:
+        log.debug("cannot read the server version %r; not checking it", version)
+        return
+    if release < MIN_SERVER_RELEASE:
+        needed = ".".join(map(str, MIN_SERVER_RELEASE))
+        raise BackendUnavailable(
+            f"Oracle Database {version} is too old: agentmemory-oracle needs Oracle Database 23ai, release "
+            f"{needed} or later (the VECTOR type and vector indexes arrived in {needed}; the database's "
+            f"COMPATIBLE parameter must be {needed}.0 or higher too)"
+        )
 
 
 def _close_async_pool(loop: asyncio.AbstractEventLoop, pool: Any) -> None:

@@ -191,3 +191,13 @@ def test_large_k_never_reaches_the_hnsw_index_unbounded() -> None:
     finally:
         store.close()
         store.drop()
+
+
+def test_server_version_is_read_as_a_release(store: OracleStore) -> None:
+    """Item 6: the version python-oracledb reports for this server parses as (major, release
+    update), so the 23.4 check at open really ran (an unreadable version is let through)."""
+    from agentmemory_oracle.store import MIN_SERVER_RELEASE, server_release
+
+    version = store.info().extra["server_version"]
+    release = server_release(str(version))
+    assert release is not None and release >= MIN_SERVER_RELEASE, version

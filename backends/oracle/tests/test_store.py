@@ -82,6 +82,35 @@ def test_old_server_and_nls_warning(h: Any) -> None:
         OracleStore(pool=h.FakePool(linguistic), memory_store_id="t_store").open(dimension=4)
 
 
+@pytest.mark.parametrize(
+    ("version", "opens"),
+    [
+        ("23.3.0.23.9", False),  # the 23c Free developer release: no VECTOR type
+        ("23.2.0.0.0", False),
+        ("21.3.0.0.0", False),
+        ("23.4.0.24.5", True),
+        ("23.9.0.25.7", True),
+        ("23.26.0.0.0", True),
+        ("26.1.0.0.0", True),
+        ("", True),  # unknown: not blocked (the DDL would fail on its own)
+    ],
+)
+def test_server_release_is_checked_at_open(h: Any, version: str, opens: bool) -> None:
+    """Issue #20, item 6: VECTOR needs 23.4+, so an older release fails at open naming it."""
+    server = h.Server()
+    pool = h.FakePool(server)
+    pool.acquire = lambda: type("Versioned", (h.FakeConnection,), {"version": version})(server)
+    store = OracleStore(pool=pool, memory_store_id="t_store")
+    if opens:
+        store.open(dimension=4)
+        assert store.is_open
+        return
+    with pytest.raises(BackendUnavailable, match=r"release 23\.4 or later") as info:
+        store.open(dimension=4)
+    assert version in str(info.value) and "COMPATIBLE" in str(info.value)
+    assert not any(sql.startswith(("CREATE", "SELECT schema_version")) for _, sql, _ in server.log)
+
+
 def test_connection_failures_are_typed(h: Any) -> None:
     down = h.FakePool(h.Server(), fail=driver_error("DPY-6005"))
     with pytest.raises(BackendUnavailable):
