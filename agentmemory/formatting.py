@@ -7,15 +7,20 @@ or open a tag of the surrounding prompt structure.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from xml.sax.saxutils import escape
+from xml.sax.saxutils import escape, quoteattr
 
 from .records import LinkedResult, Record
 
 
 def xml_text(text: str) -> str:
-    """Escape ``&``, ``<`` and ``>`` so ``text`` cannot open or close a tag (element bodies only;
-    inserted text never goes into attributes)."""
+    """Escape ``&``, ``<`` and ``>`` so ``text`` cannot open or close a tag (element bodies;
+    attribute values go through ``attribute``)."""
     return escape(text)
+
+
+def attribute(name: str, value: str) -> str:
+    """`` name="value"`` with the value quoted and escaped (quotes, ``&``, ``<``, ``>``, newlines)."""
+    return f" {name}={quoteattr(value, {chr(10): '&#10;', chr(13): '&#13;', chr(9): '&#9;'})}"
 
 
 def element(tag: str, text: str) -> str:

@@ -5,11 +5,12 @@ empty card."""
 from __future__ import annotations
 
 from .card_model import CardParts
-from .formatting import element, xml_text
+from .formatting import attribute, element, xml_text
 from .records import Record
 
 
 def _item_xml(record: Record) -> str:
+    """A recent message as SPEC §6 shows it: timestamp, role and content as child elements."""
     inner = element("timestamp", record.timestamp.date().isoformat())
     if record.role:
         inner += element("role", record.role)
@@ -19,6 +20,18 @@ def _item_xml(record: Record) -> str:
     return f"<{record.record_type.value}>{inner}</{record.record_type.value}>"
 
 
+def _relevant_xml(record: Record) -> str:
+    """A relevant record with its date, role and (non-valid) status as attributes: about twelve
+    tokens less per item than child elements, so a token budget holds a fifth more results."""
+    attrs = attribute("date", record.timestamp.date().isoformat())
+    if record.role:
+        attrs += attribute("role", record.role)
+    if record.status.value != "valid":
+        attrs += attribute("status", record.status.value)
+    tag = record.record_type.value
+    return f"<{tag}{attrs}>{element('content', record.content)}</{tag}>"
+
+
 class XmlCardRenderer:
     """``<context_card>`` with topics, summary, relevant_information and recent_messages."""
 
@@ -26,7 +39,7 @@ class XmlCardRenderer:
 
     def item(self, record: Record) -> str:
         """One relevant record as rendered inside the card (used for token budgets too)."""
-        return _item_xml(record)
+        return _relevant_xml(record)
 
     def __call__(self, parts: CardParts) -> str:
         if parts.is_empty():
