@@ -383,35 +383,31 @@ def open_plan(
             f"memory store {names.store_id!r} is incomplete (missing {', '.join(missing)}); {hint}"
         )
     optional = {s.name: s for s in steps if s.optional}
-    index_rows: Sequence[Sequence[Any]] | None = None
     changed = False
-    if existing & optional.keys():
-        index_rows = yield q.Fetch(*ddl.select_indexes(names))
-        for name in _broken_indexes(index_rows):
-            step, state = optional[name], _index_state(index_rows, name)
-            if require:
-                result.warnings.append(
-                    f"{step.feature} is not available: index {name} is {state}"
-                    + (" (DML on its table fails with ORA-29861 until it is dropped)" if step.domain else "")
-                    + f"; open with schema_policy='create_if_necessary' to drop and rebuild it, or run "
-                    f"{ddl.drop_index(name, domain=step.domain)}"
-                )
-                continue
-            dropped = yield from _drop_index(step)
+    index_rows = yield q.Fetch(*ddl.select_indexes(names))  # before any DDL: repair broken ones
+    for name in _broken_indexes(index_rows):
+        step = optional.get(name) or _index_step(names, name)  # a disabled index blocks DML too
+        statement, state = ddl.drop_index(name, domain=step.domain), _index_state(index_rows, name)
+        if require:
+            blocks = " (DML on its table fails with ORA-29861 until it is dropped)" if step.domain else ""
             result.warnings.append(
-                f"{step.feature}: index {name} was {state}; "
-                + ("dropped it" if dropped is None else f"could not drop it ({dropped})")
-                + f" ({ddl.drop_index(name, domain=step.domain)}) and built it again"
+                f"{step.feature} is not available: index {name} is {state}{blocks}; open with "
+                f"schema_policy='create_if_necessary' to drop and rebuild it, or run {statement}"
             )
-            existing.discard(name)
-            changed = True
+            continue
+        dropped = yield from _drop_index(step)
+        done = "dropped it" if dropped is None else f"could not drop it ({dropped})"
+        again = " to build it again" if name in optional else ""
+        result.warnings.append(f"{step.feature}: index {name} was {state}; {done} ({statement}){again}")
+        existing.discard(name)
+        changed = True
     if not require:
         for step in steps:
             if step.name not in existing:
                 yield from _create(step, result)
                 changed = True
     yield from _analyzer_plan(names, result, language, now)
-    if index_rows is None or changed:
+    if changed:
         index_rows = yield q.Fetch(*ddl.select_indexes(names))
     usable = {str(row[0]) for row in index_rows if all(str(v).upper() == "VALID" for v in row[1:])}
     for feature, index in (
@@ -449,6 +445,12 @@ def _analyzer_plan(names: StoreNames, result: OpenResult, language: str | None, 
 def _broken_indexes(rows: Sequence[Sequence[Any]]) -> list[str]:
     """Indexes in a state that never heals (``ddl.BROKEN_STATES``), in row order."""
     return [str(row[0]) for row in rows if any(str(v).upper() in ddl.BROKEN_STATES for v in row[1:])]
+
+
+def _index_step(names: StoreNames, name: str) -> ddl.DdlStep:
+    """What ``open`` knows of an optional index it was not asked to create (to drop it)."""
+    feature = {names.vector_index: "vector_index", names.text_index: "text_index"}.get(name, "metadata_index")
+    return ddl.DdlStep(name, "", optional=True, feature=feature, domain=name == names.text_index)
 
 
 def _index_state(rows: Sequence[Sequence[Any]], name: str) -> str:

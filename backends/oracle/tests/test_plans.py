@@ -657,7 +657,7 @@ def test_failed_optional_index_build_is_dropped_at_once(names: StoreNames, h: An
         ("CREATE VECTOR INDEX", ora("ORA-51962", "The vector memory area is out of space")),
         ("CTXSYS.CONTEXT", ora("ORA-29855", "error occurred in the execution of ODCIINDEXCREATE routine")),
         (f"DROP INDEX {VEC_I}", ora("ORA-01418", "specified index does not exist")),
-        ("FROM user_indexes", [(MVI, "VALID", "VALID", "VALID"), (TEXT_I, "VALID", "FAILED", "VALID")]),
+        ("FROM user_indexes", [(MVI, "VALID", "VALID", "VALID")]),
     )
     texts = [s.sql for s in stmts]
     assert texts[texts.index(next(t for t in texts if "CTXSYS.CONTEXT" in t)) + 1] == f"DROP INDEX {TEXT_I} FORCE"
@@ -694,7 +694,8 @@ def test_broken_index_found_at_open_is_dropped_and_rebuilt(
     ddl_sent = [s.sql for s in stmts if s.sql.startswith(("DROP", "CREATE"))]
     assert len(ddl_sent) == 2 and ddl_sent[0] == drop and create in ddl_sent[1]
     assert result.features == {"vector_index", "text_index", "metadata_index"}
-    assert len(result.warnings) == 1 and index in result.warnings[0] and "built it again" in result.warnings[0]
+    assert len(result.warnings) == 1 and index in result.warnings[0] and "dropped it" in result.warnings[0]
+    assert result.warnings[0].endswith("to build it again")
     assert "/".join(s for s in state if s != "VALID") in result.warnings[0]
 
 
@@ -726,3 +727,22 @@ def test_index_that_cannot_be_dropped_is_reported(names: StoreNames, h: Any) -> 
     )
     assert "text_index" not in result.features
     assert any("could not drop it" in w and "ORA-00054" in w for w in result.warnings)
+
+
+def test_broken_index_the_options_disabled_is_dropped_not_rebuilt(names: StoreNames, h: Any) -> None:
+    """A FAILED Oracle Text index blocks writes even when this store was opened without
+    keyword search: it is dropped, and nothing is built in its place."""
+    options = ddl.IndexOptions(text_index=False)
+    present = [(names.meta, "TABLE"), *((s.name, "X") for s in ddl.schema_steps(names, 4, options)), (TEXT_I, "X")]
+    result, stmts = h.run_plan(
+        plans.open_plan(names, 4, SchemaPolicy.CREATE_IF_NECESSARY, options, NOW),
+        responder(
+            h,
+            ("FROM user_objects", present),
+            ("SELECT schema_version", [(ddl.SCHEMA_VERSION, 4)]),
+            ("FROM user_indexes", [(TEXT_I, "VALID", "FAILED", "VALID"), (VEC_I, "VALID", "VALID", "VALID")]),
+        ),
+    )
+    assert [s.sql for s in stmts if s.sql.startswith(("DROP", "CREATE"))] == [f"DROP INDEX {TEXT_I} FORCE"]
+    (warning,) = result.warnings
+    assert warning.startswith("text_index:") and "dropped it" in warning and "build" not in warning
