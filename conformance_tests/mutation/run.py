@@ -184,10 +184,11 @@ def coverage_map(subject: str, files: list[str], out: Path, seed: int, key: str)
     order = [t for t in raw["tests"] if t != "<import>"]
     lines: dict[str, dict[int, set[str]]] = {}
     import_lines: dict[str, set[int]] = {}
-    rel = {str(TREE / f): f for f in files}
     for test, per_file in raw["tests"].items():
         for absfile, nums in per_file.items():
-            f = rel.get(absfile)
+            # the trace names files in the tree it ran in; a cached trace may come from another
+            # export of the same content, so match by repo-relative path
+            f = next((f for f in files if absfile.endswith("/" + f)), None)
             if f is None:
                 continue
             if test == "<import>":

@@ -212,8 +212,9 @@ class MetadataFilterTests:
 
     @clause("7.metadata-filter", "spi.errors")
     def test_malformed_filters_raise_invalid_argument(self, api: Api) -> None:
-        """Unknown operators, operators as keys, operators mixed with keys, non-JSON values and
-        an empty ``$array_contains_any`` raise ``InvalidArgument`` before anything runs.
+        """Unknown operators (also under ``$not`` and in nested objects), operators as keys,
+        operators mixed with keys, non-JSON values (also as operator arguments) and an empty
+        ``$array_contains_any`` raise ``InvalidArgument`` before anything runs.
 
         Troubleshooting: the base class validates filters; do not translate them before it
         has.
@@ -225,6 +226,10 @@ class MetadataFilterTests:
             {"a": {"$not": 1, "b": 2}},
             {"a": {"$array_contains_any": []}},
             {"a": {"$array_contains_any": "x"}},
+            {"a": {"$not": {"$regex": "x"}}},
+            {"a": {"$array_contains_any": [float("nan")]}},
+            {"a": {"$array_contains": float("inf")}},
+            {"a": {"b": {"$regex": "x"}}},
             {"a": float("nan")},
             {"a": object()},
             {"": 1},

@@ -157,14 +157,20 @@ class VectorSearchTests:
 
     @clause("spi.vector-search")
     def test_empty_store_and_empty_pool(self, api: Api, store: MemoryStore) -> None:
-        """No candidates → an empty list, not an error.
+        """No candidates → an empty list, not an error (vector and, where declared, keyword
+        search).
 
         Troubleshooting: return ``[]`` when no record qualifies; never raise on an empty
-        index.
+        index (BM25 statistics over no documents must not divide by zero).
         """
         assert api.vector_search(E1, k=3) == []
+        keyword = Capability.KEYWORD_SEARCH in store.capabilities()
+        if keyword:
+            assert api.keyword_search("apple", RecordFilter(), k=3) == [], "keyword search on an empty store"
         api.write(WriteBatch(add=[new(rec("a", user="u"), E1), new(rec("@thread:t", type=RecordType.THREAD, content=""), None)]))
         assert api.vector_search(E2, RecordFilter(user_id="other"), k=3) == []
+        if keyword:
+            assert api.keyword_search("apple", RecordFilter(user_id="other"), k=3) == []
         assert_vector_ids(store, api.vector_search(E3, k=3), ["a"])
 
 
