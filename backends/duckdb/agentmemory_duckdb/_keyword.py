@@ -152,7 +152,7 @@ class KeywordIndex:
             keep &= self.seq[pos] < flt.max_seq
         return keep
 
-    def search(self, terms: set[str], flt: RecordFilter, k: int, stale: set[str]) -> list[tuple[str, float]]:
+    def search(self, terms: set[str], flt: RecordFilter, k: int, stale: frozenset[str] | set[str]) -> list[tuple[str, float]]:
         """The best ``k`` ``(rid, score)`` of the snapshot's documents that pass ``flt`` and are
         not in ``stale``, by (score rounded to 6 decimals, descending; rid), plus any that tie
         with the k-th after rounding (the caller cuts after merging with the delta)."""

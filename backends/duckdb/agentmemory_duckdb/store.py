@@ -27,6 +27,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -260,6 +261,8 @@ class DuckDBStore(MemoryStore):
         self._fts: IndexState | None = None
         self._kw: KeywordIndex | None = None
         self._kw_terms: dict[str, tuple[int, Counter[str], int]] = {}
+        self._memo: dict[tuple[Any, ...], Any] = {}
+        self._memo_clock = -1
         """Analysed terms of rows written since the BM25 snapshot (``_delta_terms``)."""
         """The current BM25 snapshot as in-process postings (``_keyword``); built with the
         snapshot, or at the first keyword search after open."""
@@ -511,6 +514,7 @@ class DuckDBStore(MemoryStore):
         self._fts = None if analyzer_changed else _index_state(meta, "fts")
         self._kw = None
         self._kw_terms = {}
+        self._memo, self._memo_clock = {}, -1
         if not self._read_only:
             # snapshot tables a crash left behind (built, never made current)
             current = {s.table for s in (self._vidx, self._fts) if s is not None}
@@ -853,7 +857,7 @@ class DuckDBStore(MemoryStore):
         rows written since it, instead of ``am_records``: a scoped scan reads only its scope's
         blocks. Falls back to ``_exact`` when near-ties at a cut could change the answer."""
         clean = self._vec_changes == self._vec_changes_at_build  # nothing changed since the build
-        stale = set() if clean else _stale_ids(con, vidx.watermark)
+        stale = frozenset() if clean else self._stale_since(con, vidx.watermark)
         distance = f"array_cosine_distance(r.vec, {q})"
         # "+ 0": a bare ORDER BY distance LIMIT on this table would be answered by its HNSW index,
         # which applies the WHERE afterwards
@@ -875,7 +879,7 @@ class DuckDBStore(MemoryStore):
         table = ident(vidx.table)
         snap_cols = _SNAPSHOT_COLUMNS.replace("r.", "")
         clean = self._vec_changes == self._vec_changes_at_build  # nothing changed since the build
-        stale = set() if clean else _stale_ids(con, vidx.watermark)
+        stale = frozenset() if clean else self._stale_since(con, vidx.watermark)
         ef = max(self._ef_floor(vidx.rows), fetch + len(stale))
         if ef != self._ef_current:
             con.execute(f"SET hnsw_ef_search = {int(ef)}")
@@ -921,46 +925,50 @@ class DuckDBStore(MemoryStore):
             indexed: list[tuple[str, float]] = []
             clean = self._doc_changes == self._doc_changes_at_build  # nothing changed since the build
             if fts is not None and fts.rows:
-                stale = set() if clean else _stale_ids(con, watermark)
+                stale = frozenset() if clean else self._stale_since(con, watermark)
                 kw = self._kw
                 if kw is None or kw.table != fts.table:
                     kw = self._kw = KeywordIndex(con, fts.table)
                 indexed = kw.search(terms, filter, k, stale)
-            filtered = not is_unfiltered(filter)
-            delta_rows = [] if clean else con.execute(
-                f"SELECT {_COLS}, r.ver FROM am_records r WHERE r.ver > {int(watermark)} AND r.has_vec AND {where}",
-                params,
-            ).fetchall()
-            scored: list[Any] = []
-            if delta_rows:
+            # the delta's ids only: its rows are scored from cached term counts, and only the k
+            # winners are read in full (by ``_merge_with_rows``)
+            delta_ids = [] if clean else [rid for (rid,) in con.execute(
+                f"SELECT r.rid FROM am_records r WHERE r.ver > {int(watermark)} AND r.has_vec AND {where}", params,
+            ).fetchall()]
+            scored: list[tuple[str, float]] = []
+            if delta_ids:
                 n_idx, avgdl_idx, df_idx = 0, 0.0, {}
                 if fts is not None and fts.rows:
                     schema = f"fts_main_{ident(fts.table)}"
-                    n_idx, avgdl_idx = con.execute(  # type: ignore[misc]
+                    n_idx, avgdl_idx = self._memoised(("fts-stats", fts.table), lambda: con.execute(
                         f"SELECT (SELECT num_docs FROM {schema}.stats), (SELECT avgdl FROM {schema}.stats)"
-                    ).fetchone()
-                    df_idx = dict(
+                    ).fetchone())
+                    df_idx = self._memoised(("fts-df", fts.table, *sorted(terms)), lambda: dict(
                         con.execute(f"SELECT term, df FROM {schema}.dict WHERE term IN (SELECT unnest({sql_str_list(sorted(terms))}))").fetchall()
-                    )
+                    ))
                 # corpus statistics: the snapshot's plus those of the whole delta (every searchable
                 # row written since, not only the rows this filter passes: a scope must not change
                 # a record's score); with no snapshot, exactly the reference's
-                all_delta = (
-                    [(row[0], row[-1], row[2]) for row in delta_rows] if not filtered else
-                    con.execute(f"SELECT rid, ver, NULL FROM am_records WHERE has_vec AND ver > {int(watermark)}").fetchall()
-                )
-                stats = self._delta_terms(con, all_delta)
+                all_delta: list[tuple[str, int, str | None]] = self._memoised(("delta-docs", watermark), lambda: con.execute(
+                    f"SELECT rid, ver, NULL FROM am_records WHERE has_vec AND ver > {int(watermark)}"
+                ).fetchall())
+                stats = self._memoised(("delta-terms", watermark), lambda: self._delta_terms(con, all_delta))
+                delta_len = self._memoised(("delta-len", watermark), lambda: sum(stats[rid][2] for rid, _, _ in all_delta))
                 n_docs = int(n_idx) + len(all_delta)
-                delta_len = sum(stats[rid][2] for rid, _, _ in all_delta)
                 avg_len = (float(avgdl_idx or 0.0) * int(n_idx) + delta_len) / n_docs if n_docs else 1.0
-                df = {t: int(df_idx.get(t, 0)) + sum(1 for rid, _, _ in all_delta if t in stats[rid][1]) for t in terms}
-                for row in delta_rows:
-                    counts = stats[row[0]][1]
-                    row = row[:-1]
+
+                def delta_df(term: str) -> int:
+                    return sum(1 for rid, _, _ in all_delta if term in stats[rid][1])
+
+                df = {t: int(df_idx.get(t, 0)) + self._memoised(("delta-df", watermark, t), partial(delta_df, t)) for t in terms}
+                for rid in delta_ids:
+                    counts = stats[rid][1]
+                    if counts.keys().isdisjoint(terms):
+                        continue
                     score = bm25(counts, terms, df, n_docs, avg_len or 1.0)
                     if score > 0:
-                        scored.append((*row, score))
-            rows = _merge_with_rows(con, indexed, scored, k, ascending=False)
+                        scored.append((rid, score))
+            rows = _merge_with_rows(con, indexed + scored, [], k, ascending=False)
             self._maybe_start_builder()
         return [Hit(record=decode_record(row), score=float(row[-1])) for row in rows]
 
@@ -986,6 +994,22 @@ class DuckDBStore(MemoryStore):
             for rid in [r for r in cache if r not in live]:
                 del cache[rid]
         return cache
+
+    def _memoised(self, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
+        """A read that depends only on the stored rows and snapshots (stale ids, the delta's ids,
+        BM25 statistics), computed once per write clock: a search after a search skips those
+        queries. Every write advances the clock (one writer per file), so nothing stale is served;
+        ``key`` names the snapshot it was read against. Called under the store lock."""
+        if self._memo_clock != self._clock or len(self._memo) > 4_096:
+            self._memo.clear()
+            self._memo_clock = self._clock
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
+
+    def _stale_since(self, con: duckdb.DuckDBPyConnection, watermark: int) -> frozenset[str]:
+        """``_stale_ids`` memoised per write clock."""
+        return self._memoised(("stale", watermark), lambda: frozenset(_stale_ids(con, watermark)))
 
     # ---- derived indexes -----------------------------------------------------------------------
     def build_indexes(self, *, force: bool = False) -> dict[str, bool]:
