@@ -21,8 +21,8 @@ def _item_xml(record: Record) -> str:
 
 
 def _relevant_xml(record: Record) -> str:
-    """A relevant record with its date, role and (non-valid) status as attributes: about twelve
-    tokens less per item than child elements, so a token budget holds a fifth more results."""
+    """A relevant record with its date, role and (non-valid) status as attributes: 22 cl100k
+    tokens of markup per item instead of 27 with child elements, so a budget holds more results."""
     attrs = attribute("date", record.timestamp.date().isoformat())
     if record.role:
         attrs += attribute("role", record.role)
