@@ -213,14 +213,19 @@ class MetadataFilterTests:
     @clause("7.metadata-filter", "spi.errors")
     def test_malformed_filters_raise_invalid_argument(self, api: Api) -> None:
         """Unknown operators (also under ``$not`` and in nested objects), operators as keys,
-        operators mixed with keys, non-JSON values (also as operator arguments) and an empty
-        ``$array_contains_any`` raise ``InvalidArgument`` before anything runs.
+        operators mixed with keys, non-JSON values (also as operator arguments), an empty
+        ``$array_contains_any`` and nesting past 128 levels raise ``InvalidArgument`` before
+        anything runs.
 
         Troubleshooting: the base class validates filters; do not translate them before it
         has.
         """
         bad: Any
+        too_deep: Any = 1
+        for _ in range(200):
+            too_deep = {"a": too_deep}
         for bad in (
+            too_deep,
             {"$not": {"a": 1}},
             {"a": {"$regex": "x"}},
             {"a": {"$not": 1, "b": 2}},
