@@ -260,12 +260,13 @@ class DuckDBStore(MemoryStore):
         self._vidx: IndexState | None = None
         self._fts: IndexState | None = None
         self._kw: KeywordIndex | None = None
-        self._kw_terms: dict[str, tuple[int, Counter[str], int]] = {}
-        self._memo: dict[tuple[Any, ...], Any] = {}
-        self._memo_clock = -1
-        """Analysed terms of rows written since the BM25 snapshot (``_delta_terms``)."""
         """The current BM25 snapshot as in-process postings (``_keyword``); built with the
         snapshot, or at the first keyword search after open."""
+        self._kw_terms: dict[str, tuple[int, Counter[str], int]] = {}
+        """Analysed terms of rows written since the BM25 snapshot (``_delta_terms``)."""
+        self._memo: dict[tuple[Any, ...], Any] = {}
+        """Reads that depend only on the stored rows, for the write clock ``_memo_clock`` (``_memoised``)."""
+        self._memo_clock = -1
         self._ef_current: int | None = None
         self._loaded: set[str] = set()
         self._building = 0
@@ -949,11 +950,7 @@ class DuckDBStore(MemoryStore):
                 # corpus statistics: the snapshot's plus those of the whole delta (every searchable
                 # row written since, not only the rows this filter passes: a scope must not change
                 # a record's score); with no snapshot, exactly the reference's
-                all_delta: list[tuple[str, int, str | None]] = self._memoised(("delta-docs", watermark), lambda: con.execute(
-                    f"SELECT rid, ver, NULL FROM am_records WHERE has_vec AND ver > {int(watermark)}"
-                ).fetchall())
-                stats = self._memoised(("delta-terms", watermark), lambda: self._delta_terms(con, all_delta))
-                delta_len = self._memoised(("delta-len", watermark), lambda: sum(stats[rid][2] for rid, _, _ in all_delta))
+                all_delta, stats, delta_len = self._memoised(("delta", watermark), partial(self._delta_corpus, con, watermark))
                 n_docs = int(n_idx) + len(all_delta)
                 avg_len = (float(avgdl_idx or 0.0) * int(n_idx) + delta_len) / n_docs if n_docs else 1.0
 
@@ -994,6 +991,15 @@ class DuckDBStore(MemoryStore):
             for rid in [r for r in cache if r not in live]:
                 del cache[rid]
         return cache
+
+    def _delta_corpus(
+        self, con: duckdb.DuckDBPyConnection, watermark: int
+    ) -> tuple[list[tuple[str, int, str | None]], dict[str, tuple[int, Counter[str], int]], int]:
+        """Every searchable row written since the BM25 snapshot ``(rid, ver, None)``, their term
+        counts (``_delta_terms``) and their total length: the delta's share of the corpus."""
+        rows = con.execute(f"SELECT rid, ver, NULL FROM am_records WHERE has_vec AND ver > {int(watermark)}").fetchall()
+        stats = self._delta_terms(con, rows)
+        return rows, stats, sum(stats[rid][2] for rid, _, _ in rows)
 
     def _memoised(self, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
         """A read that depends only on the stored rows and snapshots (stale ids, the delta's ids,

@@ -103,7 +103,7 @@ def vector_plan(
         if n == 0:
             return []
         approximate = n > planner.exact_threshold and candidates is not None
-    exact = q.vector_search(names, flt, vector, k)
+    exact = not approximate
     if approximate:
         approx = q.vector_search(
             names, flt, vector, k, approximate=True, candidates=candidates, target_accuracy=planner.target_accuracy
@@ -114,9 +114,9 @@ def vector_plan(
             if ora_code_of(exc) not in q.APPROX_TOO_HIGH:
                 raise
             log.warning("%s: FETCH APPROX FIRST %s refused (%s); ranking exactly", names.store_id, candidates, exc)
-            rows = yield exact
-    else:
-        rows = yield exact
+            exact = True
+    if exact:  # from the start, or the server refused the approximate K
+        rows = yield q.vector_search(names, flt, vector, k)
     hits = [
         Hit(record=q.record_from_row(row), distance=float(row[-1])) for row in rows if q.is_finite_distance(row[-1])
     ]
