@@ -1,0 +1,7 @@
+"""``python -m agentmemory.cli``."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Inspect commands: threads, messages, memories, links, search, card, stats (see ``cli``)."""

@@ -1,0 +1,1 @@
+"""Transfer commands: export, import, migrate (see ``cli``)."""
