@@ -143,7 +143,9 @@ class AgentMemory:
             self.plugins.load("rerankers", r)() if isinstance(r, str) else r for r in rerankers
         )
         self.extractor = extractor
-        """None (LLM extractor with an LLM, rule-based without), a registered name, or an Extractor."""
+        """None (LLM extractor with an LLM, rule-based without), a registered name, an Extractor,
+        or a list of those run in order as one chain (``extractor=[None, "dates"]``: the default,
+        then the dates plugin; see ``agentmemory.extraction.base.ExtractorChain``)."""
         self.card_renderer = card_renderer
         """A registered card renderer name ("xml", "markdown") or a renderer object."""
         self._worker: Any = None

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from ..effects import Call, Op
-from ..errors import ModelError
+from ..errors import InvalidArgument, ModelError
 from ..llm.http import InvalidJsonAnswer, parse_json_text
-from .models import ExtractionContext, ExtractionOutput, json_schema
+from .models import MAX_MEMORIES, ExtractionContext, ExtractionOutput, MemoryCandidate, json_schema
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -38,6 +40,59 @@ class Extractor:
         """The extraction as an effect generator."""
         output: ExtractionOutput = yield Call(self, "extract", (context,))
         return output
+
+    def chain_op(self, context: ExtractionContext) -> Op[ExtractionOutput]:
+        """This extractor's step in a chain (``AgentMemory(extractor=[...])``): the candidates
+        found so far (``context.candidates``) followed by this extractor's own, less those whose
+        content an earlier candidate already has (case and spacing ignored). Override it to
+        revise earlier candidates instead (the dates plugin annotates them with the dates it
+        resolves)."""
+        output: ExtractionOutput = yield from self.extract_op(context)
+        return ExtractionOutput(memories=merge_candidates(context.candidates, output.memories))
+
+
+def candidate_key(candidate: MemoryCandidate) -> str:
+    """What makes two candidates the same memory: their content, case and spacing ignored."""
+    return " ".join(candidate.content.lower().split())
+
+
+def merge_candidates(first: Sequence[MemoryCandidate], then: Sequence[MemoryCandidate]) -> list[MemoryCandidate]:
+    """``first`` followed by the candidates of ``then`` whose content is new (first one wins),
+    at most ``MAX_MEMORIES``."""
+    seen: set[str] = set()
+    out: list[MemoryCandidate] = []
+    for cand in [*first, *then]:
+        key = candidate_key(cand)
+        if key not in seen:
+            seen.add(key)
+            out.append(cand)
+    return out[:MAX_MEMORIES]
+
+
+class ExtractorChain(Extractor):
+    """Several extractors run in order over the same messages, each through its ``chain_op``:
+    extractor *i* sees what extractors 1..i-1 found in ``context.candidates``; the last one's
+    answer is what gets written. With the default ``chain_op`` that is every extractor's
+    candidates, earlier extractors first, duplicates dropped."""
+
+    def __init__(self, extractors: Sequence[Extractor]) -> None:
+        if not extractors:
+            raise InvalidArgument("extractor", "an extractor chain needs at least one extractor")
+        self.extractors = tuple(extractors)
+        self.name = "+".join(e.name for e in self.extractors)
+        self.uses_llm = any(e.uses_llm for e in self.extractors)
+
+    def extract_op(self, context: ExtractionContext) -> Op[ExtractionOutput]:
+        candidates: tuple[MemoryCandidate, ...] = context.candidates
+        for extractor in self.extractors:
+            output: ExtractionOutput = yield from extractor.chain_op(replace(context, candidates=candidates))
+            candidates = tuple(output.memories)
+        return ExtractionOutput(memories=list(candidates)[:MAX_MEMORIES])
+
+    def extract(self, context: ExtractionContext) -> ExtractionOutput:
+        from ..effects import run_sync
+
+        return run_sync(self.extract_op(context))
 
 
 def structured_op(llm: Any, messages: list[dict[str, str]], model: type[M], attempts: int = 3) -> Op[M]:

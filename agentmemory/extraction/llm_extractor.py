@@ -32,7 +32,8 @@ class LlmExtractor(Extractor):
             context.token_limit,
         )
         output: ExtractionOutput = yield from structured_op(self.llm, messages, ExtractionOutput, self.attempts)
-        return output
+        # metadata is for code (plugins), not for model output: an answer cannot set it
+        return ExtractionOutput(memories=[c.model_copy(update={"metadata": {}}) if c.metadata else c for c in output.memories])
 
     def extract(self, context: ExtractionContext) -> ExtractionOutput:
         from ..effects import run_sync

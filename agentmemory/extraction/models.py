@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from ..records import Record
 
@@ -31,6 +32,9 @@ class ExtractionContext:
     token_limit: int = 100_000
     user_id: str | None = None
     agent_id: str | None = None
+    candidates: tuple[MemoryCandidate, ...] = ()
+    """In a chain of extractors (``AgentMemory(extractor=[...])``): what the extractors before
+    this one found, in order; empty for the first (or only) extractor."""
 
 
 class LinkCandidate(BaseModel):
@@ -54,6 +58,17 @@ class MemoryCandidate(BaseModel):
     links: list[LinkCandidate] = Field(default_factory=list)
     slot: str | None = None
     """A stable key for single-valued facts ("user.name"): a new value supersedes the old."""
+    metadata: SkipJsonSchema[dict[str, Any]] = Field(default_factory=dict)
+    """Caller-visible metadata written on the memory (usable in ``metadata_filter``), e.g. the
+    dates a plugin resolved. Set by code, never by the LLM: it is not in the LLM's schema and the
+    LLM extractor drops it from answers. Keys follow the metadata rules (no ``$`` prefix)."""
+
+    @field_validator("metadata")
+    @classmethod
+    def _caller_metadata(cls, value: dict[str, Any]) -> dict[str, Any]:
+        from ..validation import validate_metadata
+
+        return validate_metadata("metadata", value)
 
 
 class ExtractionOutput(BaseModel):

@@ -19,9 +19,9 @@ from ..errors import AgentMemoryError, InvalidArgument, ModelError
 from ..ids import new_id, summary_record_id
 from ..records import MEMORY_TYPES, Link, LinkType, Record, RecordStatus, RecordType, Summary
 from ..spi import NewRecord, Order, RecordFilter, RecordPatch, WriteBatch
-from ..validation import RESERVED_METADATA_KEY
+from ..validation import RESERVED_METADATA_KEY, validate_metadata
 from . import prompts
-from .base import Extractor, structured_op
+from .base import Extractor, ExtractorChain, structured_op
 from .models import ExtractionContext, ExtractionOutput, LinkOutput, SummaryOutput
 
 if TYPE_CHECKING:
@@ -45,11 +45,24 @@ def thread_state(record: Record) -> dict[str, Any]:
 
 
 def resolve_extractor(client: AgentMemory, llm: Any) -> Extractor:
-    """The client's extractor (name or object); default: the LLM extractor when an LLM is set,
-    else the rule-based one. Both come from the plugin registry."""
+    """The client's extractor. ``client.extractor`` is an ``Extractor``, a registered name, None
+    (the default: the LLM extractor when an LLM is set, else the rule-based one), or a list or
+    tuple of those, which runs as an ``ExtractorChain`` in list order (see ``Extractor.chain_op``:
+    each sees what the earlier ones found; by default all candidates are kept, earlier ones
+    first, duplicates dropped). Names come from the plugin registry."""
     choice = client.extractor
+    if isinstance(choice, (list, tuple)):
+        return ExtractorChain([_one_extractor(client, llm, item) for item in choice])
+    return _one_extractor(client, llm, choice)
+
+
+def _one_extractor(client: AgentMemory, llm: Any, choice: Any) -> Extractor:
     if isinstance(choice, Extractor):
         return choice
+    if choice is not None and not isinstance(choice, str):
+        raise InvalidArgument(
+            "extractor", f"must be an Extractor, a registered extractor name, None or a list of those, got {type(choice).__name__}"
+        )
     name = choice or ("llm" if llm is not None else "rules")
     factory = client.plugins.load("extractors", name)
     if name == "llm" or getattr(factory, "uses_llm", False):
@@ -171,6 +184,7 @@ def extract_op(
     records = []
     for cand in candidates:
         internal: dict[str, Any] = {"extraction_id": extraction_id, "extractor": extractor.name, "entities": cand.entities}
+        metadata: dict[str, Any] = {**validate_metadata("metadata", cand.metadata), RESERVED_METADATA_KEY: internal}
         if cand.slot:
             internal["slot"] = cand.slot
         if cand.valid_until:
@@ -186,7 +200,7 @@ def extract_op(
                 timestamp=stated_at,
                 created_at=now,
                 expires_at=client.expires_at(_omitted(), now, stated_at),
-                metadata={RESERVED_METADATA_KEY: internal},
+                metadata=metadata,
             )
         )
     vectors = yield from embed_op(client.embedder, [r.content for r in records])
