@@ -101,7 +101,7 @@ class InMemoryStore(MemoryStore):
         return cls(**options)
 
     def capabilities(self) -> frozenset[Capability]:
-        return frozenset({Capability.KEYWORD_SEARCH, Capability.CONCURRENT_WRITERS})
+        return frozenset({Capability.KEYWORD_SEARCH, Capability.CONCURRENT_WRITERS, Capability.READ_VECTORS})
 
     def _open(self, dimension: int, schema_policy: SchemaPolicy) -> None:
         with self._lock:
@@ -198,6 +198,11 @@ class InMemoryStore(MemoryStore):
             ids = set(link_ids)
             out = [x for x in out if x.link_id in ids]
         return sorted(out, key=lambda x: x.link_id)
+
+    def _read_vectors(self, record_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        with self._lock:
+            vectors = self._vectors
+        return {rid: vectors[rid].copy() for rid in record_ids if rid in vectors}
 
     def _vector_search(self, vector: np.ndarray, filter: RecordFilter, k: int) -> list[Hit]:
         with self._lock:

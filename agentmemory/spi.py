@@ -46,6 +46,8 @@ class Capability(str, Enum):
     PERSISTENCE = "persistence"
     APPROXIMATE_SEARCH = "approximate_search"
     CONCURRENT_WRITERS = "concurrent_writers"
+    READ_VECTORS = "read_vectors"
+    """``read_vectors()`` returns the stored embeddings (what export and migrate keep)."""
 
 
 class SchemaPolicy(str, Enum):
@@ -332,6 +334,16 @@ class MemoryStore(ABC):
         _validate_id_list("link_ids", link_ids)
         return self._links(record_ids, link_ids)
 
+    def read_vectors(self, record_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of those of ``record_ids`` that have one, as float32 arrays in the
+        written direction (stores keep them at unit length); ids without a vector, and unknown
+        ids, are absent. What export and migrate read so a store moved to one with the same
+        embedder is not re-embedded. Optional: needs ``Capability.READ_VECTORS``."""
+        self._check_open()
+        self.require(Capability.READ_VECTORS)
+        _validate_id_list("record_ids", record_ids)
+        return self._read_vectors(record_ids) if record_ids else {}
+
     def vector_search(self, vector: np.ndarray, filter: RecordFilter, k: int) -> list[Hit]:
         """The ``k`` records nearest to ``vector`` by cosine distance among those matching
         ``filter`` and having a vector; best first, ties by record id."""
@@ -436,6 +448,13 @@ class MemoryStore(ABC):
         _validate_id_list("link_ids", link_ids)
         return await self._alinks(record_ids, link_ids)
 
+    async def aread_vectors(self, record_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Async ``read_vectors``."""
+        self._check_open()
+        self.require(Capability.READ_VECTORS)
+        _validate_id_list("record_ids", record_ids)
+        return await self._aread_vectors(record_ids) if record_ids else {}
+
     async def avector_search(self, vector: np.ndarray, filter: RecordFilter, k: int) -> list[Hit]:
         """Async ``vector_search``."""
         dim = self._check_open()
@@ -493,6 +512,9 @@ class MemoryStore(ABC):
     def _keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
         raise CapabilityNotSupported(Capability.KEYWORD_SEARCH.value, self.name)
 
+    def _read_vectors(self, record_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        raise CapabilityNotSupported(Capability.READ_VECTORS.value, self.name)
+
     def _settle(self) -> dict[str, bool]:
         """Default: no derived index, nothing to bring up to date. A backend that declares
         ``index_thresholds`` overrides this (and ``_asettle`` when it has a native async
@@ -520,6 +542,9 @@ class MemoryStore(ABC):
 
     async def _avector_search(self, vector: np.ndarray, filter: RecordFilter, k: int) -> list[Hit]:
         return await asyncio.to_thread(self._vector_search, vector, filter, k)
+
+    async def _aread_vectors(self, record_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        return await asyncio.to_thread(self._read_vectors, record_ids)
 
     async def _akeyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
         return await asyncio.to_thread(self._keyword_search, text, filter, k)

@@ -314,7 +314,7 @@ class DuckDBStore(MemoryStore):
         return self._analyzer
 
     def capabilities(self) -> frozenset[Capability]:
-        caps = {Capability.KEYWORD_SEARCH, Capability.CONCURRENT_WRITERS}
+        caps = {Capability.KEYWORD_SEARCH, Capability.CONCURRENT_WRITERS, Capability.READ_VECTORS}
         if not self._memory:
             caps.add(Capability.PERSISTENCE)
         if self._vector_index:
@@ -766,6 +766,16 @@ class DuckDBStore(MemoryStore):
         with self._lock, _mapped_errors():
             rows = self._conn().execute(f"SELECT {LINK_COLUMNS} FROM am_links WHERE {where} ORDER BY link_id", params).fetchall()
         return [decode_link(row) for row in rows]
+
+    def _read_vectors(self, record_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        dim = self.dimension
+        sql = f"SELECT rid, vec FROM am_records WHERE has_vec AND rid IN (SELECT unnest({sql_str_list(record_ids)}))"
+        with self._lock, _mapped_errors():
+            table = self._conn().execute(sql).fetch_arrow_table()
+        if not table.num_rows:
+            return {}
+        matrix = table.column("vec").combine_chunks().flatten().to_numpy().astype(np.float32).reshape(-1, dim)
+        return dict(zip(table.column("rid").to_pylist(), matrix, strict=True))
 
     # ---- vector search -------------------------------------------------------------------------
     def _vector_search(self, vector: np.ndarray, filter: RecordFilter, k: int) -> list[Hit]:

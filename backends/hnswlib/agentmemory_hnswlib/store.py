@@ -248,6 +248,7 @@ class HnswlibStore(MemoryStore):
                 Capability.PERSISTENCE,
                 Capability.APPROXIMATE_SEARCH,
                 Capability.CONCURRENT_WRITERS,
+                Capability.READ_VECTORS,
             }
         )
 
@@ -843,6 +844,14 @@ class HnswlibStore(MemoryStore):
                 f"SELECT {_sql.LINK_COLUMNS} FROM links WHERE {where} ORDER BY link_id", params
             ).fetchall()
         return [_sql.row_to_link(row) for row in rows]
+
+    def _read_vectors(self, record_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        with self._reading() as con:
+            rows = con.execute(
+                "SELECT record_id, embedding FROM vectors WHERE record_id IN (SELECT value FROM json_each(?))",
+                (_sql.dumps(list(record_ids)),),
+            ).fetchall()
+        return {rid: np.frombuffer(blob, dtype=np.float32).copy() for rid, blob in rows}
 
     def _fetch(self, con: sqlite3.Connection, record_ids: list[str]) -> dict[str, Record]:
         rows = con.execute(

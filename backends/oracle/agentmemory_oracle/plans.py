@@ -61,6 +61,12 @@ def links_plan(names: StoreNames, record_ids: Sequence[str] | None, link_ids: Se
     return sorted((q.link_from_row(row) for row in rows), key=lambda x: x.link_id)
 
 
+def vectors_plan(names: StoreNames, ids: Sequence[str]) -> Plan[dict[str, np.ndarray]]:
+    """``read_vectors``: python-oracledb returns a ``VECTOR(dim, FLOAT32)`` as ``array('f')``."""
+    rows = yield q.select_vectors(names, ids)
+    return {str(rid): np.asarray(value, dtype=np.float32) for rid, value in rows}
+
+
 @dataclass(frozen=True)
 class VectorPlanner:
     """How ``vector_search`` picks exact or approximate (HNSW) ranking.

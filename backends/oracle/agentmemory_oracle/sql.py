@@ -329,6 +329,13 @@ def select_existing_ids(names: StoreNames, ids: Sequence[str]) -> Fetch:
     return binds.fetch(f"SELECT r.record_id FROM {names.record} r WHERE {where}")
 
 
+def select_vectors(names: StoreNames, ids: Sequence[str]) -> Fetch:
+    """``read_vectors``: the embedding of each of ``ids`` that has one (its single chunk)."""
+    binds = Binds()
+    where = in_list("c.record_id", ids, binds)
+    return binds.fetch(f"SELECT c.record_id, c.embedding FROM {names.chunk} c WHERE c.chunk_seq = 1 AND {where}")
+
+
 def select_links(names: StoreNames, record_ids: Sequence[str] | None, link_ids: Sequence[str] | None) -> Fetch:
     """``links``: links touching ``record_ids`` (either end) and/or with ``link_ids``."""
     binds = Binds()

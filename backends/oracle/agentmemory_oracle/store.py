@@ -447,7 +447,7 @@ class OracleStore(MemoryStore):
         return self._analyzer
 
     def capabilities(self) -> frozenset[Capability]:
-        caps = {Capability.PERSISTENCE, Capability.CONCURRENT_WRITERS}
+        caps = {Capability.PERSISTENCE, Capability.CONCURRENT_WRITERS, Capability.READ_VECTORS}
         opened = self._schema_version is not None
         if (opened and "text_index" in self._features) or (not opened and self._index_options.text_index):
             caps.add(Capability.KEYWORD_SEARCH)
@@ -614,6 +614,9 @@ class OracleStore(MemoryStore):
     def _links(self, record_ids: Sequence[str] | None, link_ids: Sequence[str] | None) -> list[Link]:
         return list(self._run(plans.links_plan(self._names, record_ids, link_ids), "links"))
 
+    def _read_vectors(self, record_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        return dict(self._run(plans.vectors_plan(self._names, record_ids), "read vectors"))
+
     def _vector_search(self, vector: np.ndarray, filter: RecordFilter, k: int) -> list[Hit]:
         return list(self._run(plans.vector_plan(self._names, vector, filter, k, self._planner()), "vector search"))
 
@@ -634,6 +637,9 @@ class OracleStore(MemoryStore):
 
     async def _alinks(self, record_ids: Sequence[str] | None, link_ids: Sequence[str] | None) -> list[Link]:
         return list(await self._arun(plans.links_plan(self._names, record_ids, link_ids), "links"))
+
+    async def _aread_vectors(self, record_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        return dict(await self._arun(plans.vectors_plan(self._names, record_ids), "read vectors"))
 
     async def _avector_search(self, vector: np.ndarray, filter: RecordFilter, k: int) -> list[Hit]:
         plan = plans.vector_plan(self._names, vector, filter, k, self._planner())

@@ -248,6 +248,17 @@ def test_query_count_links_plans(names: StoreNames, h: Any) -> None:
     assert links[0].metadata == {"w": 1} and links[0].created_at.tzinfo is not None
 
 
+def test_vectors_plan_reads_the_chunk_embedding(names: StoreNames, h: Any) -> None:
+    import array
+
+    rows = [("a", array.array("f", [0.6, 0.8]))]
+    vectors, stmts = h.run_plan(plans.vectors_plan(names, ["a", "missing"]), responder(h, ("SELECT", rows)))
+    assert len(stmts) == 1 and names.chunk in stmts[0].sql and "chunk_seq = 1" in stmts[0].sql
+    assert set(stmts[0].binds.values()) == {"a", "missing"}  # ids are bound, never inlined
+    assert list(vectors) == ["a"] and vectors["a"].dtype == np.float32
+    np.testing.assert_allclose(vectors["a"], [0.6, 0.8], rtol=1e-6)
+
+
 @pytest.mark.parametrize(
     ("index", "count", "expect_kinds", "approx"),
     [

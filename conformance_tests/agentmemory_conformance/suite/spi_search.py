@@ -404,7 +404,7 @@ class CapabilityTests:
     @clause("spi.capabilities")
     def test_declarations_match_the_implementation(self, store: MemoryStore) -> None:
         """A declared capability must be implemented: ``KEYWORD_SEARCH`` needs
-        ``_keyword_search`` overridden; ``CONCURRENT_WRITERS`` and ``PERSISTENCE`` are checked by
+        ``_keyword_search`` overridden, ``READ_VECTORS`` ``_read_vectors``; ``CONCURRENT_WRITERS`` and ``PERSISTENCE`` are checked by
         their own tests.
 
         Troubleshooting: declare exactly the capabilities you implement.
@@ -412,13 +412,55 @@ class CapabilityTests:
         from agentmemory.spi import MemoryStore as Base
 
         declared = store.capabilities()
-        overrides = type(store)._keyword_search is not Base._keyword_search
-        if Capability.KEYWORD_SEARCH in declared:
-            assert overrides, "KEYWORD_SEARCH declared but _keyword_search is not implemented"
-        elif overrides:
-            import warnings
+        for capability, method in ((Capability.KEYWORD_SEARCH, "_keyword_search"),
+                                   (Capability.READ_VECTORS, "_read_vectors")):
+            overrides = getattr(type(store), method) is not getattr(Base, method)
+            if capability in declared:
+                assert overrides, f"{capability.name} declared but {method} is not implemented"
+            elif overrides:
+                import warnings
 
-            warnings.warn(f"{store.name}: _keyword_search is implemented but KEYWORD_SEARCH is not declared", stacklevel=1)
+                warnings.warn(f"{store.name}: {method} is implemented but {capability.name} is not declared", stacklevel=1)
+
+    @clause("spi.read-vectors")
+    @requires(Capability.READ_VECTORS)
+    def test_read_vectors_returns_what_was_written(self, api: Api, store: MemoryStore) -> None:
+        """``read_vectors`` gives each id's current vector in its written direction (export and
+        migrate keep these instead of re-embedding): patched vectors are the new ones, removed
+        or never-set vectors and unknown or deleted ids are absent, an empty list reads nothing.
+
+        Troubleshooting: read the same column vector search ranks, after every change of the
+        batch; return float32 arrays of the store's dimension keyed by record id.
+        """
+        api.write(WriteBatch(add=[
+            new(rec("rv-a"), vec(3, 4)), new(rec("rv-b"), vec(0, 0, 2)), new(rec("rv-c"), E3),
+            new(rec("rv-d"), None), new(rec("rv-e"), E4),
+        ]))
+        api.write(WriteBatch(patch=[RecordPatch("rv-b", vector=vec(1, -1)), RecordPatch("rv-c", vector=None)],
+                             delete=["rv-e"]))
+        got = store.read_vectors(["rv-a", "rv-b", "rv-c", "rv-d", "rv-e", "rv-missing"])
+        assert sorted(got) == ["rv-a", "rv-b"], "only ids that have a vector now are returned"
+        for rid, want in (("rv-a", vec(3, 4)), ("rv-b", vec(1, -1))):
+            arr = np.asarray(got[rid], dtype=np.float64)
+            assert arr.shape == (DIM,), f"{rid}: shape {arr.shape}"
+            cos = float(arr @ want / (np.linalg.norm(arr) * np.linalg.norm(want)))
+            assert cos > 0.99999, f"{rid}: read back a different direction (cos {cos})"
+        assert store.read_vectors([]) == {}
+        with pytest.raises(InvalidArgument):
+            store.read_vectors("rv-a")  # type: ignore[arg-type]
+
+    @clause("spi.capabilities")
+    def test_undeclared_read_vectors_raises(self, api: Api, store: MemoryStore) -> None:
+        """Without ``READ_VECTORS``, ``read_vectors`` raises ``CapabilityNotSupported`` (export
+        then re-embeds on import), never an empty answer.
+
+        Troubleshooting: declare ``READ_VECTORS`` only when ``_read_vectors`` is implemented.
+        """
+        if Capability.READ_VECTORS in store.capabilities():
+            pytest.skip("read_vectors is declared (tested by test_read_vectors_returns_what_was_written)")
+        api.write(WriteBatch(add=[new(rec("a"), E1)]))
+        with pytest.raises(CapabilityNotSupported):
+            store.read_vectors(["a"])
 
     @clause("spi.capabilities")
     def test_undeclared_keyword_search_raises_in_client(self, memory_factory: object) -> None:
