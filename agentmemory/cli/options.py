@@ -1,14 +1,21 @@
 """Options and helpers every store-opening command shares: the store, the embedder, the output
-format, and turning the core's typed errors into a one-line message with a non-zero exit."""
+format (with the JSON conversion and printing behind it), and turning the core's typed errors into
+a one-line message with a non-zero exit."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
+import json
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import date, datetime
 from enum import Enum
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from pydantic import BaseModel
+from rich.console import Console, RenderableType
 
 from ..client import AgentMemory
 from ..embedders import Embedder
@@ -34,6 +41,77 @@ EmbedderOption = Annotated[
     str | None,
     typer.Option("--embedder", help="Registered embedder name (see `agentmemory plugins`); default: the bundled local model."),
 ]
+FormatOption = Annotated[
+    OutputFormat,
+    typer.Option("--format", "-f", case_sensitive=False,
+                 help="table (readable, the default), json (one JSON document) or jsonl (one JSON object per line)."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Shorthand for --format json.")]
+JsonlOption = Annotated[bool, typer.Option("--jsonl", help="Shorthand for --format jsonl.")]
+
+
+def output_format(fmt: OutputFormat, as_json: bool = False, as_jsonl: bool = False) -> OutputFormat:
+    """The format the ``--format``/``--json``/``--jsonl`` trio asks for; two different JSON
+    shapes at once is an ``InvalidArgument`` (a shorthand wins over the default ``table``)."""
+    chosen = {f for f, on in ((OutputFormat.JSON, as_json), (OutputFormat.JSONL, as_jsonl)) if on}
+    if fmt is not OutputFormat.TABLE:
+        chosen.add(fmt)
+    if len(chosen) > 1:
+        names = " and ".join(sorted(f.value for f in chosen))
+        raise InvalidArgument("--format", f"asks for both {names}; pick one")
+    return chosen.pop() if chosen else OutputFormat.TABLE
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as plain JSON data, exactly: pydantic models and dataclasses by field, datetimes
+    as ISO-8601 with their offset (``isoformat``, which ``datetime.fromisoformat`` reads back on
+    every supported Python), enums by value, tuples as lists; metadata passes through as stored
+    (ints of any size stay ints)."""
+    if isinstance(value, BaseModel):
+        return {name: jsonable(getattr(value, name)) for name in type(value).model_fields}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Enum):
+        return jsonable(value.value)
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def dump_json(value: Any, *, indent: int | None = None) -> str:
+    """``value`` as JSON text (``jsonable`` first; unicode kept as is)."""
+    return json.dumps(jsonable(value), ensure_ascii=False, indent=indent)
+
+
+def emit_rows(fmt: OutputFormat, rows: Sequence[Any], table: Callable[[], RenderableType]) -> None:
+    """Print ``rows``: a JSON array, one JSON object per line, or the renderable ``table()``
+    builds (built only when the table is wanted)."""
+    if fmt is OutputFormat.JSON:
+        typer.echo(dump_json(list(rows), indent=2))
+    elif fmt is OutputFormat.JSONL:
+        for row in rows:
+            typer.echo(dump_json(row))
+    else:
+        Console(highlight=False).print(table())
+
+
+def emit_document(fmt: OutputFormat, document: Any, render: Callable[[], None]) -> None:
+    """Print one document: indented JSON, the same on one line for ``jsonl``, or ``render()``."""
+    if fmt is OutputFormat.TABLE:
+        render()
+    else:
+        typer.echo(dump_json(document, indent=2 if fmt is OutputFormat.JSON else None))
+
+
+def note(text: str) -> None:
+    """A remark for the person at the terminal, on stderr so stdout stays the data (stdout is
+    flushed first, so the remark follows what was printed before it)."""
+    sys.stdout.flush()
+    Console(stderr=True, highlight=False).print(text, markup=False)
 
 
 def build_embedder(name: str | None) -> Embedder:
