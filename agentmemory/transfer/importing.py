@@ -1,0 +1,286 @@
+"""Writing dump entries into a store: batched, atomic per batch, idempotent, resumable.
+
+Records keep their ids, so rerunning an import after an interruption finds the records of the
+batches already committed, sees they are equal, and skips them; nothing is duplicated or lost.
+A record or link that exists with different content is a conflict, handled per
+``on_conflict``: ``fail`` (default: raise ``Conflict`` naming it, before its batch is written),
+``skip`` (keep the stored one, list it in the report) or ``overwrite`` (patch the stored record's
+content, metadata, status, times and vector; its type, scope, role and creation time cannot
+change, and a differing link cannot be replaced: both still fail).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+from ..embedders import Embedder
+from ..errors import Conflict, InvalidArgument, NotFound
+from ..records import Link, Record
+from ..spi import MemoryStore, NewRecord, RecordFilter, RecordPatch, WriteBatch
+from .dump_format import DumpEnd, DumpEntry, DumpFormatError, DumpHeader, LinkEntry, RecordEntry
+
+DEFAULT_BATCH: int = 1000
+"""Records per write (each one atomic)."""
+MAX_LISTED_CONFLICTS = 100
+_FIXED_FIELDS = ("record_type", "user_id", "agent_id", "thread_id", "role", "created_at")
+
+
+class OnConflict(str, Enum):
+    """What an import does with a record or link that exists with different content."""
+
+    FAIL = "fail"
+    SKIP = "skip"
+    OVERWRITE = "overwrite"
+
+
+@dataclass
+class TransferReport:
+    """What an import or migration wrote (or, in a dry run, would write)."""
+
+    records_written: int = 0
+    records_unchanged: int = 0
+    records_overwritten: int = 0
+    records_conflicting: int = 0
+    links_written: int = 0
+    links_unchanged: int = 0
+    links_conflicting: int = 0
+    vectors: str = "none"
+    """``kept`` (the source's vectors), ``re-embedded`` (with the target's embedder) or ``none``."""
+    vectors_reason: str = ""
+    reembedded: int = 0
+    conflicts: list[str] = field(default_factory=list)
+    """The first conflicting ids with what differs (up to 100)."""
+    dry_run: bool = False
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        """One readable paragraph, for the CLI."""
+        verb = "would write" if self.dry_run else "wrote"
+        return (
+            f"{verb} {self.records_written} records and {self.links_written} links; "
+            f"{self.records_unchanged} records and {self.links_unchanged} links already there and equal; "
+            f"{self.records_overwritten} overwritten; "
+            f"{self.records_conflicting + self.links_conflicting} conflicts skipped; "
+            f"vectors {self.vectors} ({self.vectors_reason}) in {self.seconds:.1f}s"
+        )
+
+
+def import_entries(
+    store: MemoryStore,
+    embedder: Embedder,
+    target_embedder_id: str,
+    entries: Iterable[DumpEntry],
+    *,
+    on_conflict: OnConflict | str = OnConflict.FAIL,
+    dry_run: bool = False,
+    batch_size: int = DEFAULT_BATCH,
+    progress: Callable[[int], None] | None = None,
+) -> TransferReport:
+    """Write ``entries`` (header first, end last) into ``store``; ``embedder`` re-embeds when
+    the dump's vectors were made by another embedder (or it has none). Errors name the entry's
+    1-based position, which is the dump's line number; nothing past the last complete batch is
+    written, and the last batch is written only once the end entry confirms the dump is whole."""
+    try:
+        policy = OnConflict(on_conflict)
+    except ValueError:
+        known = ", ".join(p.value for p in OnConflict)
+        raise InvalidArgument("on_conflict", f"must be one of {known}, got {on_conflict!r}") from None
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= 10_000:
+        raise InvalidArgument("batch_size", f"must be an int in 1..10000, got {batch_size!r}")
+    started = time.perf_counter()
+    report = TransferReport(dry_run=dry_run)
+    writer: _BatchWriter | None = None
+    number = 0
+    for number, entry in enumerate(entries, start=1):
+        if writer is None:
+            if not isinstance(entry, DumpHeader):
+                raise DumpFormatError(number, "the first entry must be the dump header")
+            writer = _BatchWriter(store, embedder, _keep_vectors(entry, store, target_embedder_id, report),
+                                  policy, dry_run, report)
+            continue
+        if isinstance(entry, DumpHeader):
+            raise DumpFormatError(number, "a second header")
+        if isinstance(entry, DumpEnd):
+            if (entry.records, entry.links) != (writer.records_seen, writer.links_seen):
+                raise DumpFormatError(number, f"the end line promises {entry.records} records and {entry.links} "
+                                      f"links, the dump holds {writer.records_seen} and {writer.links_seen}")
+            writer.flush()
+            _tick(progress, writer)
+            report.seconds = time.perf_counter() - started
+            return report
+        writer.add(number, entry)
+        if writer.pending >= batch_size:
+            writer.flush()
+            _tick(progress, writer)
+    raise DumpFormatError(number + 1, "the dump ends without its end line (truncated?); the last "
+                          "incomplete batch was not written")
+
+
+def _tick(progress: Callable[[int], None] | None, writer: _BatchWriter) -> None:
+    if progress is not None:
+        progress(writer.records_seen)
+
+
+def _keep_vectors(header: DumpHeader, store: MemoryStore, target_id: str, report: TransferReport) -> bool:
+    """Whether the dump's vectors can be written as they are; says why in the report."""
+    if not header.vectors:
+        report.vectors, report.vectors_reason = "re-embedded", "the dump carries no vectors"
+    elif header.embedder != target_id:
+        report.vectors = "re-embedded"
+        report.vectors_reason = f"dump vectors are from {header.embedder!r}, the target uses {target_id!r}"
+    elif header.dimension != store.dimension:
+        report.vectors = "re-embedded"
+        report.vectors_reason = f"dump vectors have {header.dimension} dimensions, the target {store.dimension}"
+    else:
+        report.vectors, report.vectors_reason = "kept", f"same embedder {target_id!r}, {store.dimension} dimensions"
+        return True
+    return False
+
+
+class _BatchWriter:
+    """Collects entries and writes them as one atomic ``WriteBatch`` per flush."""
+
+    def __init__(self, store: MemoryStore, embedder: Embedder, keep_vectors: bool, policy: OnConflict,
+                 dry_run: bool, report: TransferReport) -> None:
+        self.store, self.embedder, self.keep_vectors = store, embedder, keep_vectors
+        self.policy, self.dry_run, self.report = policy, dry_run, report
+        self.records: list[tuple[int, RecordEntry]] = []
+        self.links: list[tuple[int, Link]] = []
+        self.records_seen = self.links_seen = 0
+
+    @property
+    def pending(self) -> int:
+        return len(self.records) + len(self.links)
+
+    def add(self, number: int, entry: DumpEntry) -> None:
+        if isinstance(entry, RecordEntry):
+            self.records.append((number, entry))
+            self.records_seen += 1
+        elif isinstance(entry, LinkEntry):
+            self.links.append((number, entry.link))
+            self.links_seen += 1
+
+    def flush(self) -> None:
+        """Write what is pending (or, in a dry run, only count it)."""
+        if not self.pending:
+            return
+        lines = f"dump lines {min(n for n, _ in self.records + self.links)}-{max(n for n, _ in self.records + self.links)}"
+        adds, patches = self._records()
+        new_links = self._links()
+        if not self.dry_run:
+            vectors = self._vectors([entry for _, entry in adds])
+            batch = WriteBatch(add=[NewRecord(e.record, v) for (_, e), v in zip(adds, vectors, strict=True)],
+                               patch=patches, add_links=new_links)
+            try:
+                self.store.write(batch)
+            except (Conflict, NotFound) as exc:
+                raise type(exc)(*_with_context(exc, lines)) from None
+        self.report.records_written += len(adds)
+        self.report.links_written += len(new_links)
+        self.records, self.links = [], []
+
+    def _records(self) -> tuple[list[tuple[int, RecordEntry]], list[RecordPatch]]:
+        ids = [e.record.record_id for _, e in self.records]
+        duplicates = len(ids) - len(set(ids))
+        if duplicates:
+            seen: set[str] = set()
+            for number, entry in self.records:
+                if entry.record.record_id in seen:
+                    raise DumpFormatError(number, f"record id {entry.record.record_id!r} appears twice")
+                seen.add(entry.record.record_id)
+        stored = {r.record_id: r for r in self.store.query(RecordFilter(record_ids=tuple(ids)))}
+        adds: list[tuple[int, RecordEntry]] = []
+        patches: list[RecordPatch] = []
+        for number, entry in self.records:
+            old = stored.get(entry.record.record_id)
+            if old is None:
+                adds.append((number, entry))
+            elif _same_record(old, entry.record):
+                self.report.records_unchanged += 1
+            else:
+                patch = self._conflict(number, old, entry)
+                if patch is not None:
+                    patches.append(patch)
+        return adds, patches
+
+    def _conflict(self, number: int, old: Record, entry: RecordEntry) -> RecordPatch | None:
+        new = entry.record
+        differs = [f for f in Record.model_fields if f not in ("seq", "metadata") and getattr(old, f) != getattr(new, f)]
+        if _canonical(old.metadata) != _canonical(new.metadata):
+            differs.append("metadata")
+        text = f"record {new.record_id!r} (dump line {number}) exists with a different {', '.join(differs)}"
+        fixed = [f for f in differs if f in _FIXED_FIELDS]
+        if self.policy is OnConflict.FAIL or (self.policy is OnConflict.OVERWRITE and fixed):
+            hint = (f"; {', '.join(fixed)} cannot be overwritten (delete the record first)" if fixed
+                    else "; rerun with --on-conflict skip or overwrite")
+            raise Conflict(text + hint)
+        if self.policy is OnConflict.SKIP:
+            self.report.records_conflicting += 1
+            if len(self.report.conflicts) < MAX_LISTED_CONFLICTS:
+                self.report.conflicts.append(text)
+            return None
+        self.report.records_overwritten += 1
+        vector: Any = entry.vector if self.keep_vectors else None
+        if not self.dry_run and vector is None and entry.has_vector:
+            vector = self.embedder.embed([new.content])[0]
+        return RecordPatch(new.record_id, content=new.content, metadata=new.metadata, status=new.status,
+                           timestamp=new.timestamp, expires_at=new.expires_at,
+                           vector=vector if entry.has_vector else None)
+
+    def _links(self) -> list[Link]:
+        if not self.links:
+            return []
+        stored = {x.link_id: x for x in self.store.links(link_ids=[x.link_id for _, x in self.links])}
+        out: list[Link] = []
+        for number, link in self.links:
+            old = stored.get(link.link_id)
+            if old is None:
+                out.append(link)
+            elif old.model_dump(exclude={"metadata"}) == link.model_dump(exclude={"metadata"}) and _canonical(
+                    old.metadata) == _canonical(link.metadata):
+                self.report.links_unchanged += 1
+            else:
+                text = f"link {link.link_id!r} (dump line {number}) exists with different endpoints, type or metadata"
+                if self.policy is not OnConflict.SKIP:
+                    raise Conflict(text + ("; a link cannot be overwritten" if self.policy is OnConflict.OVERWRITE
+                                           else "; rerun with --on-conflict skip"))
+                self.report.links_conflicting += 1
+                if len(self.report.conflicts) < MAX_LISTED_CONFLICTS:
+                    self.report.conflicts.append(text)
+        return out
+
+    def _vectors(self, adds: Sequence[RecordEntry]) -> list[np.ndarray | None]:
+        """The vector each added record gets: the dump's when kept, else a fresh embedding of
+        its content (one embedder call per batch), None for records without one."""
+        out: list[np.ndarray | None] = [e.vector if self.keep_vectors and e.has_vector else None for e in adds]
+        todo = [i for i, e in enumerate(adds) if e.has_vector and out[i] is None]
+        if todo:
+            fresh = self.embedder.embed([adds[i].record.content for i in todo])
+            for i, vector in zip(todo, fresh, strict=True):
+                out[i] = vector
+            self.report.reembedded += len(todo)
+        return out
+
+
+def _same_record(a: Record, b: Record) -> bool:
+    """Equal in every field but ``seq`` (the store assigns it); times compare as instants,
+    metadata as JSON (so ``1``, ``1.0`` and ``true`` differ)."""
+    return _canonical(a.metadata) == _canonical(b.metadata) and all(
+        getattr(a, f) == getattr(b, f) for f in Record.model_fields if f not in ("seq", "metadata"))
+
+
+def _canonical(metadata: dict[str, Any]) -> str:
+    return json.dumps(metadata, sort_keys=True, ensure_ascii=False)
+
+
+def _with_context(exc: Exception, lines: str) -> tuple[Any, ...]:
+    if isinstance(exc, NotFound):
+        return (exc.kind, f"{exc.identifier} ({lines}: a link names a record that is neither in the dump before it nor in the target)")
+    return (f"{lines}: {exc}",)
