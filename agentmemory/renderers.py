@@ -76,7 +76,7 @@ class MarkdownCardRenderer:
 
     def item(self, record: Record) -> str:
         """One relevant record as a bullet."""
-        role = f" ({record.role})" if record.role else ""
+        role = f" ({_md(record.role)})" if record.role else ""
         return f"- **{record.record_type.value}**{role}: {_md(record.content)}"
 
     def __call__(self, parts: CardParts) -> str:
@@ -90,5 +90,5 @@ class MarkdownCardRenderer:
         if parts.relevant:
             out.append("### Relevant information\n" + "\n".join(self.item(r.record) for r in parts.relevant))
         if parts.recent_messages:
-            out.append("### Recent messages\n" + "\n".join(f"- {m.role}: {_md(m.content)}" for m in parts.recent_messages))
+            out.append("### Recent messages\n" + "\n".join(f"- {_md(m.role or '')}: {_md(m.content)}" for m in parts.recent_messages))
         return "\n\n".join(out)

@@ -6,6 +6,11 @@ Three ways in:
 * ``pytest --pyargs agentmemory_conformance --agentmemory-backend NAME`` (no code);
 * ``validate(factory)`` returns a :class:`Report` (``to_json()``).
 
+Plugins have theirs (``plugin_suite``): subclass :class:`RerankerConformance`,
+:class:`RendererConformance` or :class:`ExtractorConformance`, or run ``pytest --pyargs
+agentmemory_conformance --agentmemory-reranker NAME`` (``--agentmemory-renderer``,
+``--agentmemory-extractor``).
+
 The package is also a ``pytest11`` plugin, so it must stay import-light: the suite itself
 (agentmemory core, numpy, Hypothesis) is imported only when one of the names below is used.
 """
@@ -27,6 +32,8 @@ pytest.register_assert_rewrite(
     "agentmemory_conformance.faults",
     "agentmemory_conformance.catalogue",
     "agentmemory_conformance.test_registered",
+    "agentmemory_conformance.plugin_suite",
+    "agentmemory_conformance.test_registered_plugins",
 )
 
 _LAZY = {
@@ -37,10 +44,18 @@ _LAZY = {
     "validate": "agentmemory_conformance.report",
     "make_state_machine": "agentmemory_conformance.stateful",
     "StoreComparison": "agentmemory_conformance.stateful",
+    "RerankerConformance": "agentmemory_conformance.plugin_suite",
+    "RendererConformance": "agentmemory_conformance.plugin_suite",
+    "ExtractorConformance": "agentmemory_conformance.plugin_suite",
+    "ScriptedLlm": "agentmemory_conformance.plugin_suite",
 }
 
 __all__ = [
     "BackendConformance",
+    "ExtractorConformance",
+    "RendererConformance",
+    "RerankerConformance",
+    "ScriptedLlm",
     "FaultPlan",
     "FaultyStore",
     "Report",
@@ -52,6 +67,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from .faults import FaultPlan, FaultyStore
+    from .plugin_suite import ExtractorConformance, RendererConformance, RerankerConformance, ScriptedLlm
     from .report import Report, validate
     from .stateful import StoreComparison, make_state_machine
     from .suite import BackendConformance

@@ -41,6 +41,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--agentmemory-profile", default=None, metavar="NAME",
                     help=f"Hypothesis profile of the model-based tests: {', '.join(PROFILES)} "
                     f"(default ${PROFILE_ENV} or {DEFAULT_PROFILE})")
+    group.addoption("--agentmemory-reranker", action="append", default=[], metavar="NAME",
+                    help="run the reranker conformance checks on the reranker registered as NAME (repeatable)")
+    group.addoption("--agentmemory-renderer", action="append", default=[], metavar="NAME",
+                    help="run the card-renderer conformance checks on the renderer registered as NAME (repeatable)")
+    group.addoption("--agentmemory-extractor", action="append", default=[], metavar="NAME",
+                    help="run the extractor conformance checks on the extractor registered as NAME (repeatable; "
+                    "one that needs an LLM gets the suite's scripted LLM)")
     group.addoption("--agentmemory-report-json", default=None, metavar="PATH",
                     help="write the conformance report (per backend, capability and spec clause) to PATH")
 
@@ -213,9 +220,10 @@ class ResultCollector:
             return
         for rep in self.reports():
             t = rep["totals"]
-            name = (rep.get("backend") or {}).get("name", "?")
+            name = (rep.get("backend") or {}).get("name")
+            label = f"backend={name}" if name else "plugin checks"
             terminalreporter.write_line(
-                f"agentmemory conformance [{rep['group']}] backend={name}: {t['passed']} passed, {t['failed']} failed, "
+                f"agentmemory conformance [{rep['group']}] {label}: {t['passed']} passed, {t['failed']} failed, "
                 f"{t['skipped']} skipped, {t['xfailed']} xfailed (profile {self.profile})"
             )
 
