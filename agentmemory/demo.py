@@ -1,25 +1,54 @@
-"""The demo: the seed scenarios played through the public API on the embedded default store
-with the bundled local embedder and no LLM (the offline rule-based extractor).
+"""The demo: the seed scenarios played through the public API with the bundled local embedder
+and no LLM (the offline rule-based extractor), then the shell commands that show what it stored.
 
-    agentmemory demo            # a fresh demo store under ~/.agentmemory/demo/ (recreated each run)
+    agentmemory demo                    # into the default store, the one AgentMemory() opens
+    agentmemory demo --store URI        # into another store
+
+Where it writes, and why that is safe: the demo plays into the store ``AgentMemory()`` and the
+``agentmemory`` inspect commands open by default (``AGENTMEMORY_STORE``, else
+``~/.agentmemory/memory.duckdb``), so ``agentmemory memories --user maya`` and
+``agentmemory card demo-maya`` show its records without a ``--store``. That store may hold a
+user's own data, so the demo never recreates it and touches only its own three threads,
+``demo-maya``, ``demo-bob`` and ``demo-support-7421``:
+
+- each is created with ``{"agentmemory_demo": true}`` in its metadata and with link extraction
+  off, so extraction never links to, supersedes or invalidates a record outside those threads;
+- a rerun first removes the previous run's threads with ``delete_thread`` (messages, memories,
+  summaries, and their links, restoring anything a removed link had invalidated) and checks
+  that no record scoped to them is left;
+- a thread with one of these ids that the demo did not mark is someone else's: the demo leaves
+  the store untouched and stops with an error naming it (play elsewhere with ``--store``).
+
+The demo users (maya, bob, customer_123) get no profile and nothing outside those threads.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import shlex
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 from .client import AgentMemory
 from .client import AgentMemory as _Client
-from .registry import HOME_ENV, STORE_ENV
-from .spi import SchemaPolicy
+from .errors import AgentMemoryError, NotFound
+from .plugins import get_plugin_manager
+from .registry import default_embedder, default_store_uri
+from .spi import RecordFilter
+from .thread import Thread
 from .tokens import estimate_tokens
 
 WIDTH = 100
+DEMO_MARKER = "agentmemory_demo"
+"""Thread metadata key that marks the demo's own threads (the only ones a rerun removes)."""
+DEMO_THREADS = ("demo-maya", "demo-bob", "demo-support-7421")
+DEMO_CONFIG = {"memory_link_extraction_mode": "disabled"}
+"""Extraction settings of the demo threads: no links, so nothing outside them changes."""
+
+
+class ForeignThread(AgentMemoryError):
+    """A thread with a demo id exists but was not written by the demo."""
 
 
 def _title(text: str) -> None:
@@ -30,8 +59,8 @@ def _section(text: str) -> None:
     print(f"\n--- {text} " + "-" * max(0, WIDTH - len(text) - 5))
 
 
-def _show_memories(memory: _Client, user_id: str) -> None:
-    rows = memory.list_memories(user_id=user_id)
+def _show_memories(memory: _Client, thread_id: str) -> None:
+    rows = memory.list_memories(thread_id=thread_id)
     if not rows:
         print("  (none)")
     for rec in rows:
@@ -44,23 +73,38 @@ def _show_card(content: str, transcript_tokens: int) -> None:
     print(f"\n  card: {estimate_tokens(content)} tokens   full transcript: {transcript_tokens} tokens")
 
 
-def _store_uri() -> str:
-    if os.environ.get(STORE_ENV):
-        return os.environ[STORE_ENV]
-    home = Path(os.environ.get(HOME_ENV) or Path.home() / ".agentmemory")
-    from .plugins import get_plugin_manager
-
-    if "duckdb" in get_plugin_manager().names("backends"):
-        (home / "demo").mkdir(parents=True, exist_ok=True)
-        return f"duckdb://{(home / 'demo' / 'demo.duckdb').resolve()}"
-    print("note: agentmemory-duckdb is not installed, the demo runs on the in-process store", file=sys.stderr)
-    return "memory://"
+def _demo_thread(memory: _Client, thread_id: str, user_id: str, agent_id: str) -> Thread:
+    """One of the demo's threads, marked as the demo's and with link extraction off."""
+    return memory.create_thread(
+        thread_id, user_id=user_id, agent_id=agent_id, metadata={DEMO_MARKER: True}, memory_extraction_config=DEMO_CONFIG
+    )
 
 
+def forget_previous_run(memory: _Client) -> int:
+    """Delete what an earlier demo run wrote (its marked threads and everything scoped to them);
+    return how many records went. ``ForeignThread`` (before deleting anything) when a demo id
+    belongs to a thread the demo did not write."""
+    ours = []
+    for thread_id in DEMO_THREADS:
+        try:
+            thread = memory.get_thread(thread_id)
+        except NotFound:
+            continue
+        if thread.metadata.get(DEMO_MARKER) is not True:
+            raise ForeignThread(
+                f"thread {thread_id!r} in this store was not written by the demo; leaving the store as it is "
+                "(play the demo elsewhere: agentmemory demo --store URI)"
+            )
+        ours.append(thread_id)
+    removed = sum(memory.delete_thread(thread_id) for thread_id in ours)
+    left = [t for t in DEMO_THREADS if memory.store.count(RecordFilter(thread_id=t))]
+    if left:
+        raise AgentMemoryError(f"records of demo thread(s) {', '.join(left)} are still in the store after deleting them")
+    return removed
 def maya(memory: _Client) -> None:
     """Seed 000: Maya migrates invoice reconciliation; the card answers who/what/which step."""
     _title("1. Maya migrates invoice reconciliation (seed 000): short-term memory and the context card")
-    thread = memory.create_thread("demo-maya", user_id="maya", agent_id="ops-assistant")
+    thread = _demo_thread(memory, "demo-maya", "maya", "ops-assistant")
     turns = [
         ("user", "I'm Maya. I'm migrating our nightly invoice reconciliation workflow from cron jobs to LangGraph."),
         ("assistant", "Nice project. LangGraph gives you retries and checkpoints per step. Which steps does the nightly job run?"),
@@ -85,7 +129,7 @@ def maya(memory: _Client) -> None:
         thread.add_messages([{"role": role, "content": content}])
     transcript = sum(estimate_tokens(c) for _, c in turns)
     _section("memories extracted offline (rule-based extractor, no LLM)")
-    _show_memories(memory, "maya")
+    _show_memories(memory, "demo-maya")
     _section('search: "which step fails in the reconciliation job?"')
     for result in thread.search("which step fails in the reconciliation job?", max_results=3):
         print(f"  {result.score:.3f}  [{result.record_type.value}] {result.content}")
@@ -97,7 +141,7 @@ def maya(memory: _Client) -> None:
 def bob(memory: _Client) -> None:
     """Seed 002: the name that LangChain's summarization lost survives compaction here."""
     _title("2. Bob's name survives compaction (seed 002)")
-    thread = memory.create_thread("demo-bob", user_id="bob", agent_id="poet")
+    thread = _demo_thread(memory, "demo-bob", "bob", "poet")
     cats = "Soft paws on the windowsill, a tail that flicks the evening still; " * 6
     dogs = "A wagging tail, a muddy paw, the happiest bark you ever saw; " * 6
     turns = [
@@ -112,7 +156,7 @@ def bob(memory: _Client) -> None:
     thread.add_messages([{"role": r, "content": c} for r, c in turns])
     transcript = sum(estimate_tokens(c) for _, c in turns)
     _section("memories")
-    _show_memories(memory, "bob")
+    _show_memories(memory, "demo-bob")
     _section("self-contained card with the last 2 messages inside (compaction keeps 'Bob')")
     card = thread.get_context_card(except_last_messages=2, max_recent_messages=2, max_relevant_results=3)
     _show_card(card.content, transcript)
@@ -122,7 +166,7 @@ def bob(memory: _Client) -> None:
 def support(memory: _Client) -> None:
     """Seed 001: a support ticket; the order fact is stored and found."""
     _title("3. Support ticket 7421 (seed 001): facts from a support chat")
-    thread = memory.create_thread("demo-support-7421", user_id="customer_123", agent_id="support-bot")
+    thread = _demo_thread(memory, "demo-support-7421", "customer_123", "support-bot")
     thread.add_messages(
         [
             {"role": "user", "content": "Hi, order 7421 arrived damaged. I need a return request and a replacement delivery."},
@@ -131,7 +175,7 @@ def support(memory: _Client) -> None:
         ]
     )
     _section("memories")
-    _show_memories(memory, "customer_123")
+    _show_memories(memory, "demo-support-7421")
     _section('thread.search("return request order 7421", record_types=["fact"])')
     for result in thread.search("return request order 7421", max_results=5, record_types=["fact"]):
         print(f"  - [{result.record_type.value}] {result.content}")
@@ -140,18 +184,49 @@ def support(memory: _Client) -> None:
     print(textwrap.indent(card.content, "  "))
 
 
+def inspect_commands(uri: str, explicit_store: bool, embedder: str | None) -> list[str]:
+    """The shell commands that show what the demo stored (with ``--store``/``--embedder`` when
+    the demo was not played on the defaults)."""
+    extra = (f" --store {shlex.quote(uri)}" if explicit_store else "") + (f" --embedder {shlex.quote(embedder)}" if embedder else "")
+    return [
+        f"agentmemory memories --user maya{extra}",
+        f"agentmemory card demo-maya{extra}",
+        f"agentmemory messages demo-bob --last 3{extra}",
+        f"agentmemory search 'order 7421' --user customer_123{extra}",
+        f"agentmemory threads --user maya --json{extra}",
+        f"agentmemory stats{extra}",
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run every scenario; print what a person wants to see."""
+    """Run every scenario; print what a person wants to see and how to inspect it afterwards."""
     parser = argparse.ArgumentParser(prog="agentmemory demo", description="Play the seed scenarios offline.")
-    parser.parse_args(argv if argv is not None else sys.argv[2:])
-    uri = _store_uri()
+    parser.add_argument("--store", help="store URI (default: the one AgentMemory() opens: $AGENTMEMORY_STORE, else ~/.agentmemory/memory.duckdb)")
+    parser.add_argument("--embedder", help="registered embedder name (default: the bundled local model)")
+    args = parser.parse_args(argv if argv is not None else sys.argv[2:])
+    uri = args.store or default_store_uri(get_plugin_manager())
     started = time.perf_counter()
-    with AgentMemory(uri, schema_policy=SchemaPolicy.RECREATE) as memory:
-        print(f"store: {uri}   backend: {memory.store.name}   embedder: {memory.embedder.name} ({memory.embedder.dimension}-d)   llm: none (rule-based extraction)")
-        maya(memory)
-        bob(memory)
-        support(memory)
+    try:
+        plugins = get_plugin_manager()
+        embedder = plugins.load("embedders", args.embedder)() if args.embedder else default_embedder()
+        with AgentMemory(uri, embedder=embedder, plugin_manager=plugins) as memory:
+            removed = forget_previous_run(memory)
+            print(f"store: {uri}   backend: {memory.store.name}   embedder: {memory.embedder.name} ({memory.embedder.dimension}-d)   llm: none (rule-based extraction)")
+            if removed:
+                print(f"(removed the previous demo run: {removed} records of threads {', '.join(DEMO_THREADS)})")
+            maya(memory)
+            bob(memory)
+            support(memory)
+    except AgentMemoryError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     print(f"\ndone in {time.perf_counter() - started:.1f}s")
+    if uri.startswith("memory://"):
+        print("the in-process store (memory://) is gone now; install agentmemory-duckdb or pass --store to keep the demo's records")
+        return 0
+    print(f"\nwhat the demo stored is in {uri}; look at it from the shell:")
+    for command in inspect_commands(uri, args.store is not None, args.embedder):
+        print(f"  {command}")
     return 0
 
 
