@@ -163,8 +163,9 @@ def threads_command(
     as_json: JsonOption = False,
     as_jsonl: JsonlOption = False,
 ) -> None:
-    """List threads in creation order with their user, agent, and how many messages and
-    memories each holds."""
+    """List threads with their user, agent, message and memory counts.
+
+    In creation order; --user/--agent narrow the list."""
     with cli_errors():
         out = output_format(fmt, as_json, as_jsonl)
     with open_memory(store, embedder) as memory:
@@ -202,7 +203,7 @@ def threads_command(
 # ---- messages -------------------------------------------------------------------------------
 @app.command("messages")
 def messages_command(
-    thread_id: Annotated[str, typer.Argument(metavar="THREAD", help="The thread id.")],
+    thread: Annotated[str, typer.Argument(help="The thread id.", show_default=False)],
     limit: LimitOption = None,
     offset: OffsetOption = 0,
     last: Annotated[int | None, typer.Option("--last", help="Only the newest N messages (not with --limit/--offset).")] = None,
@@ -212,23 +213,25 @@ def messages_command(
     as_json: JsonOption = False,
     as_jsonl: JsonlOption = False,
 ) -> None:
-    """A thread's messages in order (seq, time, role, content): from --offset, or the newest --last N."""
+    """Show a thread's messages in order.
+
+    From --offset (at most --limit), or the newest --last N."""
     with cli_errors():
         out = output_format(fmt, as_json, as_jsonl)
         if last is not None and (limit is not None or offset):
             raise InvalidArgument("--last", "cannot be combined with --limit/--offset")
     size = DEFAULT_LIMIT if limit is None else limit
     with open_memory(store, embedder) as memory:
-        memory.get_thread(thread_id)  # NotFound for an unknown thread, not an empty list
+        memory.get_thread(thread)  # NotFound for an unknown thread, not an empty list
         if last is None:
-            rows = memory.list_messages(thread_id=thread_id, limit=size, offset=offset)
+            rows = memory.list_messages(thread_id=thread, limit=size, offset=offset)
         else:
             newest = validate_positive_int("--last", last, minimum=0)
-            flt = RecordFilter(thread_id=thread_id, record_types=frozenset({RecordType.MESSAGE}), alive_at=memory.now())
+            flt = RecordFilter(thread_id=thread, record_types=frozenset({RecordType.MESSAGE}), alive_at=memory.now())
             rows = memory.store.query(flt, order=Order.SEQ_DESC, limit=newest)[::-1]
 
     def table() -> Table:
-        t = Table(title=f"messages of {thread_id}", caption=f"{len(rows)} shown", show_lines=True)
+        t = Table(title=f"messages of {thread}", caption=f"{len(rows)} shown", show_lines=True)
         t.add_column("seq", justify="right")
         t.add_column("timestamp")
         t.add_column("role")
@@ -259,8 +262,9 @@ def memories_command(
     as_json: JsonOption = False,
     as_jsonl: JsonlOption = False,
 ) -> None:
-    """Memory-like records (memory, fact, guideline, preference) in insertion order, filtered by
-    scope, type, status and metadata."""
+    """List memories (memory, fact, guideline, preference) with filters.
+
+    In insertion order, filtered by scope, type, status and a JSON metadata filter."""
     with cli_errors():
         out = output_format(fmt, as_json, as_jsonl)
         wanted = _split(types)
@@ -301,15 +305,16 @@ def _invalid_memories(
 # ---- links ----------------------------------------------------------------------------------
 @app.command("links")
 def links_command(
-    record_id: Annotated[str, typer.Argument(metavar="RECORD_ID", help="A memory-like record's id.")],
+    record_id: Annotated[str, typer.Argument(help="A memory-like record's id.", show_default=False)],
     store: StoreOption = None,
     embedder: EmbedderOption = None,
     fmt: FormatOption = OutputFormat.TABLE,
     as_json: JsonOption = False,
     as_jsonl: JsonlOption = False,
 ) -> None:
-    """The links touching a memory (either end), each read from that memory's side, with the
-    record at the other end."""
+    """Show the links of a memory and the records at their other end.
+
+    Both directions, each relation read from this memory's side (supersedes / is_superseded_by)."""
     with cli_errors():
         out = output_format(fmt, as_json, as_jsonl)
     with open_memory(store, embedder) as memory:
@@ -347,7 +352,7 @@ def links_command(
 # ---- search ---------------------------------------------------------------------------------
 @app.command("search")
 def search_command(
-    query: Annotated[str, typer.Argument(metavar="QUERY", help="What to look for.")],
+    query: Annotated[str, typer.Argument(help="What to look for.", show_default=False)],
     user: Annotated[str, typer.Option("--user", help="The user whose records are searched (required: scope is a hard boundary).")],
     agent: AgentFilter = None,
     thread: ThreadFilter = None,
@@ -364,8 +369,9 @@ def search_command(
     as_json: JsonOption = False,
     as_jsonl: JsonlOption = False,
 ) -> None:
-    """Search one user's records as ``AgentMemory.search`` does: score, type, content, and the
-    memories linked to each hit (--hops)."""
+    """Search one user's records as AgentMemory.search does.
+
+    Score, type and content of each hit, with the memories linked to it (--hops)."""
     with cli_errors():
         out = output_format(fmt, as_json, as_jsonl)
         meta = _metadata_filter(metadata)
@@ -400,7 +406,7 @@ def _results_table(query: str, results: Sequence[SearchResult]) -> Table:
 # ---- card -----------------------------------------------------------------------------------
 @app.command("card")
 def card_command(
-    thread_id: Annotated[str, typer.Argument(metavar="THREAD", help="The thread id.")],
+    thread: Annotated[str, typer.Argument(help="The thread id.", show_default=False)],
     max_relevant_results: Annotated[int | None, typer.Option("--max-relevant-results", help="At most this many relevant records (default 5, or the sum of --min-type).")] = None,
     min_type: Annotated[list[str] | None, typer.Option("--min-type", help="Reserve slots for a type, TYPE=N (e.g. fact=1); repeat or comma-separate.")] = None,
     max_recent_messages: Annotated[int, typer.Option("--max-recent-messages", help="Raw recent messages inside the card (0, or --except-last).")] = 0,
@@ -417,8 +423,9 @@ def card_command(
     as_json: JsonOption = False,
     as_jsonl: JsonlOption = False,
 ) -> None:
-    """The thread's context card exactly as the model gets it (``get_context_card``), on stdout;
-    its token count on stderr (or both in the JSON document)."""
+    """Print a thread's context card exactly as the model gets it, with its token count.
+
+    The card (get_context_card) goes to stdout, the token count to stderr; --json holds both."""
     with cli_errors():
         out = output_format(fmt, as_json, as_jsonl)
         minimums = _type_minimums(_split(min_type))
@@ -426,20 +433,20 @@ def card_command(
     with open_memory(store, embedder) as memory:
         if renderer is not None:
             memory.card_renderer = renderer
-        card = memory.get_thread(thread_id).get_context_card(
+        card = memory.get_thread(thread).get_context_card(
             max_relevant_results=max_relevant_results, min_relevant_results_by_type=minimums,
             max_recent_messages=max_recent_messages, except_last_messages=except_last,
             fallback_message_count=fallback_messages, metadata_filter=meta, include_invalid_results=include_invalid,
             token_budget=token_budget, soft_token_budget=soft_token_budget,
         )
     tokens = estimate_tokens(card.content)
-    document = {"thread_id": thread_id, "content": card.content, "tokens": tokens, **card.model_dump(exclude={"content"})}
+    document = {"thread_id": thread, "content": card.content, "tokens": tokens, **card.model_dump(exclude={"content"})}
 
     def render() -> None:
         if card.content:
             typer.echo(card.content)
-        note(f"{thread_id}: {tokens} tokens ({len(card.relevant)} relevant, {len(card.recent_messages)} recent messages)"
-             if card.content else f"{thread_id}: empty card (0 tokens)")
+        note(f"{thread}: {tokens} tokens ({len(card.relevant)} relevant, {len(card.recent_messages)} recent messages)"
+             if card.content else f"{thread}: empty card (0 tokens)")
 
     emit_document(out, document, render)
 
@@ -466,8 +473,10 @@ def stats_command(
     as_json: JsonOption = False,
     as_jsonl: JsonlOption = False,
 ) -> None:
-    """Counts per type, status and user, the store (backend, dimension, path, details) and its
-    search indexes (threshold, records with a vector, built state). Builds nothing."""
+    """Show counts per type, status and user, the store, and its search indexes.
+
+    The store's backend, dimension, path and details; each index's threshold and whether the
+    store has reached it. Builds nothing."""
     with cli_errors():
         out = output_format(fmt, as_json, as_jsonl)
     uri = store
