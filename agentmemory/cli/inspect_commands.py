@@ -24,7 +24,7 @@ from ..client import AgentMemory, user_metadata
 from ..errors import InvalidArgument, NotFound
 from ..records import MEMORY_TYPES, SEARCHABLE_TYPES, Record, RecordStatus, RecordType, SearchResult
 from ..registry import default_store_uri
-from ..spi import Order, RecordFilter
+from ..spi import Order, RecordFilter, SchemaPolicy
 from ..tokens import estimate_tokens
 from ..validation import validate_memory_type, validate_positive_int
 from . import app
@@ -45,6 +45,8 @@ from .options import (
 )
 
 DEFAULT_LIMIT = 100
+EXISTING = SchemaPolicy.REQUIRE_EXISTING
+"""Inspecting never creates a store: a mistyped path is an error, not a new empty file."""
 STATS_SCAN_PAGE = 5_000
 STATS_TABLE_USERS = 20
 
@@ -168,7 +170,7 @@ def threads_command(
     In creation order; --user/--agent narrow the list."""
     with cli_errors():
         out = output_format(fmt, as_json, as_jsonl)
-    with open_memory(store, embedder) as memory:
+    with open_memory(store, embedder, schema_policy=EXISTING) as memory:
         size = DEFAULT_LIMIT if limit is None else limit
         infos = memory.list_threads(**_scope(user=user, agent=agent), limit=size, offset=offset)
         now = memory.now()
@@ -221,7 +223,7 @@ def messages_command(
         if last is not None and (limit is not None or offset):
             raise InvalidArgument("--last", "cannot be combined with --limit/--offset")
     size = DEFAULT_LIMIT if limit is None else limit
-    with open_memory(store, embedder) as memory:
+    with open_memory(store, embedder, schema_policy=EXISTING) as memory:
         memory.get_thread(thread)  # NotFound for an unknown thread, not an empty list
         if last is None:
             rows = memory.list_messages(thread_id=thread, limit=size, offset=offset)
@@ -273,7 +275,7 @@ def memories_command(
         meta = _metadata_filter(metadata)
     size = DEFAULT_LIMIT if limit is None else limit
     scope = _scope(user=user, agent=agent, thread=thread)
-    with open_memory(store, embedder) as memory:
+    with open_memory(store, embedder, schema_policy=EXISTING) as memory:
         if only is RecordStatus.INVALID:
             rows = _invalid_memories(memory, scope, memory_types, meta, size, offset)
         else:
@@ -317,7 +319,7 @@ def links_command(
     Both directions, each relation read from this memory's side (supersedes / is_superseded_by)."""
     with cli_errors():
         out = output_format(fmt, as_json, as_jsonl)
-    with open_memory(store, embedder) as memory:
+    with open_memory(store, embedder, schema_policy=EXISTING) as memory:
         subject = memory.get_memory(record_id)
         links = memory.list_record_links(record_id)
         others: dict[str, Record | None] = {}
@@ -375,7 +377,7 @@ def search_command(
     with cli_errors():
         out = output_format(fmt, as_json, as_jsonl)
         meta = _metadata_filter(metadata)
-    with open_memory(store, embedder) as memory:
+    with open_memory(store, embedder, schema_policy=EXISTING) as memory:
         results = memory.search(
             query, user_id=user, agent_id=agent, thread_id=thread, strategy=strategy, record_types=_split(types),
             num_hops=hops, max_results=max_results, metadata_filter=meta,
@@ -430,7 +432,7 @@ def card_command(
         out = output_format(fmt, as_json, as_jsonl)
         minimums = _type_minimums(_split(min_type))
         meta = _metadata_filter(metadata)
-    with open_memory(store, embedder) as memory:
+    with open_memory(store, embedder, schema_policy=EXISTING) as memory:
         if renderer is not None:
             memory.card_renderer = renderer
         card = memory.get_thread(thread).get_context_card(
@@ -485,7 +487,7 @@ def stats_command(
             from ..plugins import get_plugin_manager
 
             uri = default_store_uri(get_plugin_manager())
-    with open_memory(store, embedder) as memory:
+    with open_memory(store, embedder, schema_policy=EXISTING) as memory:
         document = _stats(memory, uri)
     emit_document(out, document, lambda: _render_stats(document))
 

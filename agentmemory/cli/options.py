@@ -22,6 +22,7 @@ from ..embedders import Embedder
 from ..errors import AgentMemoryError, InvalidArgument
 from ..plugins import get_plugin_manager
 from ..registry import default_embedder
+from ..spi import SchemaPolicy
 
 
 class OutputFormat(str, Enum):
@@ -123,11 +124,15 @@ def build_embedder(name: str | None) -> Embedder:
 
 
 @contextmanager
-def open_memory(store: str | None, embedder: str | None = None) -> Iterator[AgentMemory]:
+def open_memory(
+    store: str | None, embedder: str | None = None, *, schema_policy: SchemaPolicy = SchemaPolicy.CREATE_IF_NECESSARY
+) -> Iterator[AgentMemory]:
     """An ``AgentMemory`` over the resolved store, closed on exit; typed errors become a clear
-    message on stderr and exit status 2 (bad input) or 1 (anything else from the store)."""
+    message on stderr and exit status 2 (bad input) or 1 (anything else from the store).
+    ``schema_policy=REQUIRE_EXISTING`` (the inspect commands) makes a mistyped path an error
+    instead of a new empty store."""
     with cli_errors():
-        memory = AgentMemory(store, embedder=build_embedder(embedder))
+        memory = AgentMemory(store, embedder=build_embedder(embedder), schema_policy=schema_policy)
     try:
         with cli_errors():
             yield memory
