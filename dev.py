@@ -26,6 +26,9 @@ TEST_PATHS = [
     "backends/oracle/tests",
     "conformance_tests/tests",
     "benchmarks/tests",
+    "plugins/rerank-http/tests",
+    "plugins/dates/tests",
+    "plugins/jinja-card/tests",
 ]
 
 

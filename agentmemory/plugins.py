@@ -64,6 +64,8 @@ class PluginManager:
         self.pm.add_hookspecs(hookspecs)
         self.broken: list[BrokenPlugin] = []
         self.distributions: dict[str, tuple[str, str]] = {"agentmemory.builtins": ("agentmemory", _version("agentmemory"))}
+        self.summaries: dict[str, str] = {"agentmemory.builtins": "the core's own backend, embedders, LLM, rerankers, extractors and card renderers"}
+        """Plugin name → its distribution's one-line description (``agentmemory plugins``)."""
         self._registry: dict[str, dict[str, Registration]] | None = None
         self._lock = threading.RLock()
         from . import builtins
@@ -84,6 +86,7 @@ class PluginManager:
                 self.pm.register(ep.load(), name=ep.name)
                 if ep.dist is not None:
                     self.distributions[ep.name] = (ep.dist.name, ep.dist.version)
+                    self.summaries[ep.name] = ep.dist.metadata["Summary"] or ""
             except Exception as exc:  # noqa: BLE001 - a broken plugin must never crash the host
                 self.broken.append(BrokenPlugin(ep.name, f"{type(exc).__name__}: {exc}"))
 
@@ -152,6 +155,7 @@ class PluginManager:
                     "name": name,
                     "distribution": dist_name,
                     "version": version,
+                    "description": self.summaries.get(name),
                     "hooks": sorted(h.name for h in self.pm.get_hookcallers(plugin) or []),
                 }
             )
