@@ -51,14 +51,20 @@ def agentmemory_register_rerankers(register: Register) -> None:
 
 @hookspec
 def agentmemory_register_extractors(register: Register) -> None:
-    """Register memory extractors: ``register(name, factory)``; the extractor turns new messages
-    (plus context) into typed memory candidates (see ``agentmemory.extraction``)."""
+    """Register memory extractors: ``register(name, factory)``; ``factory()`` (or
+    ``factory(llm=...)`` when the class sets ``uses_llm``) returns an
+    ``agentmemory.extraction.base.Extractor`` that turns new messages (plus context) into valid
+    ``MemoryCandidate``s, deterministically for the same LLM answers. In a chain
+    (``AgentMemory(extractor=[...])``) its ``chain_op`` sees the earlier extractors' candidates
+    and must not drop them."""
 
 
 @hookspec
 def agentmemory_register_card_renderers(register: Register) -> None:
-    """Register context-card renderers: ``register(name, factory)``; the renderer turns the
-    card's parts into prompt text and must escape every inserted string."""
+    """Register context-card renderers: ``register(name, factory)``; ``factory()`` returns an
+    object with ``__call__(parts: CardParts) -> str`` and ``item(record) -> str`` (one relevant
+    record, also used for token budgets). It must escape every inserted string and return ""
+    for an empty card."""
 
 
 HOOK_KINDS: dict[str, str] = {

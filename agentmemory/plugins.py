@@ -86,7 +86,7 @@ class PluginManager:
                 self.pm.register(ep.load(), name=ep.name)
                 if ep.dist is not None:
                     self.distributions[ep.name] = (ep.dist.name, ep.dist.version)
-                    self.summaries[ep.name] = ep.dist.metadata["Summary"] or ""
+                    self.summaries[ep.name] = (ep.dist.metadata.get_all("Summary") or [""])[0]
             except Exception as exc:  # noqa: BLE001 - a broken plugin must never crash the host
                 self.broken.append(BrokenPlugin(ep.name, f"{type(exc).__name__}: {exc}"))
 
