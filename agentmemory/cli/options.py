@@ -84,8 +84,9 @@ def jsonable(value: Any) -> Any:
 
 
 def dump_json(value: Any, *, indent: int | None = None) -> str:
-    """``value`` as JSON text (``jsonable`` first; unicode kept as is)."""
-    return json.dumps(jsonable(value), ensure_ascii=False, indent=indent)
+    """``value`` as JSON text (``jsonable`` first; unicode kept as is; anything else JSON has no
+    type for, such as a path in a backend's details, as its ``str``)."""
+    return json.dumps(jsonable(value), ensure_ascii=False, indent=indent, default=str)
 
 
 def emit_rows(fmt: OutputFormat, rows: Sequence[Any], table: Callable[[], RenderableType]) -> None:
