@@ -23,8 +23,12 @@ def write_dump(entries: Iterable[DumpEntry], destination: str | Path | IO[bytes]
         path = Path(destination)
         gz = path.suffix == ".gz" if compress is None else compress
         tmp = path.with_name(path.name + ".partial")
-        with open(tmp, "wb") as raw:
-            lines = _write(entries, raw, gz)
+        try:
+            with open(tmp, "wb") as raw:
+                lines = _write(entries, raw, gz)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         tmp.replace(path)  # a reader never sees a half-written dump under the final name
         return lines
     stream = sys.stdout.buffer if isinstance(destination, (str, Path)) else destination

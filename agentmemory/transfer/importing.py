@@ -119,6 +119,8 @@ def import_entries(
         if writer.pending >= batch_size:
             writer.flush()
             _tick(progress, writer)
+    if writer is None:
+        raise DumpFormatError(1, "the dump is empty")
     raise DumpFormatError(number + 1, "the dump ends without its end line (truncated?); the last "
                           "incomplete batch was not written")
 
