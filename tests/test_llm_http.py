@@ -91,20 +91,11 @@ def test_plain_generation_sends_no_response_format_and_parses_nothing(server: Sc
     assert "max_tokens" not in req  # not sent unless configured
 
 
-def test_api_key_is_sent_as_bearer_token(server: ScriptedServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    import urllib.request
-
+def test_api_key_is_sent_as_bearer_token(server: ScriptedServer) -> None:
     server.chat = lambda req: "ok"
-    seen: list[str | None] = []
-    original = urllib.request.urlopen
-
-    def spy(request: Any, timeout: float | None = None) -> Any:
-        seen.append(request.get_header("Authorization"))
-        return original(request, timeout=timeout)
-
-    monkeypatch.setattr(urllib.request, "urlopen", spy)
     make_llm(server, api_key="sk-test-123").generate([{"role": "user", "content": "x"}])
     make_llm(server).generate([{"role": "user", "content": "x"}])
+    seen = [{k.lower(): v for k, v in r["headers"].items()}.get("authorization") for r in server.requests]
     assert seen == ["Bearer sk-test-123", None]
 
 

@@ -35,14 +35,19 @@ class Embedder(ABC):
         items = list(texts)
         if not items:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        out = checked_embeddings(self, len(items), self._embed(items, is_query))
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        return out / norms
+        return self._finish(len(items), self._embed(items, is_query))
 
     async def aembed(self, texts: Sequence[str], *, is_query: bool = False) -> np.ndarray:
         """Async ``embed`` (runs in a worker thread unless overridden)."""
         return await asyncio.to_thread(self.embed, texts, is_query=is_query)
+
+    def _finish(self, count: int, raw: Any) -> np.ndarray:
+        """``raw`` checked (``checked_embeddings``) and L2-normalised: what ``embed`` returns;
+        native-async embedders call it from their ``aembed``."""
+        out = checked_embeddings(self, count, raw)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return out / norms
 
 
 def embed_op(embedder: Any, texts: Sequence[str], *, is_query: bool = False) -> Op[np.ndarray]:

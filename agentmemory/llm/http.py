@@ -1,5 +1,6 @@
 """An LLM client for any OpenAI-compatible ``/chat/completions`` server (OpenAI, Ollama, vLLM,
-llama.cpp, …): JSON-schema structured output, timeouts, retries with backoff, token usage."""
+llama.cpp, …): JSON-schema structured output, split timeouts, retries with backoff and
+``Retry-After``, token usage, pooled connections and native async (httpx, ``agentmemory.http``)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import ModelError
-from ..http import HttpSettings, post_json
+from ..http import HttpSettings, JsonHttpClient
 from .base import Llm, LlmResult
 
 
 class OpenAICompatibleLlm(Llm):
-    """``POST {base_url}/chat/completions``; ``usage_total`` accumulates tokens reported."""
+    """``POST {base_url}/chat/completions``; ``usage_total`` accumulates tokens reported.
+
+    ``timeout_s`` bounds each read, ``connect_timeout_s`` opening a connection; a
+    ``Retry-After`` over ``max_retry_after_s`` fails at once. Proxies and CA bundles come from
+    the environment (httpx's ``trust_env``)."""
 
     name = "openai-compatible"
 
@@ -29,20 +34,18 @@ class OpenAICompatibleLlm(Llm):
         timeout_s: float = 120.0,
         max_retries: int = 3,
         backoff_s: float = 0.5,
+        connect_timeout_s: float = 10.0,
+        max_retry_after_s: float = 60.0,
     ) -> None:
         self.model = model
-        self.settings = HttpSettings(base_url, api_key, timeout_s, max_retries, backoff_s)
+        self.settings = HttpSettings(base_url, api_key, timeout_s, max_retries, backoff_s, connect_timeout_s, max_retry_after_s)
+        self.http = JsonHttpClient(self.settings)
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.usage_total: dict[str, int] = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
         self._lock = threading.Lock()
 
-    def generate(
-        self,
-        messages: Sequence[Mapping[str, str]],
-        *,
-        response_json_schema: Mapping[str, Any] | None = None,
-    ) -> LlmResult:
+    def _payload(self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any] | None) -> dict[str, Any]:
         payload: dict[str, Any] = {
             "model": self.model,
             "messages": [dict(m) for m in messages],
@@ -50,12 +53,14 @@ class OpenAICompatibleLlm(Llm):
         }
         if self.max_tokens is not None:
             payload["max_tokens"] = self.max_tokens
-        if response_json_schema is not None:
+        if schema is not None:
             payload["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": "response", "schema": dict(response_json_schema), "strict": True},
+                "json_schema": {"name": "response", "schema": dict(schema), "strict": True},
             }
-        answer = post_json(self.settings, "/chat/completions", payload)
+        return payload
+
+    def _result(self, answer: dict[str, Any], schema: Mapping[str, Any] | None) -> LlmResult:
         try:
             text = answer["choices"][0]["message"]["content"] or ""
         except (KeyError, IndexError, TypeError):
@@ -64,10 +69,31 @@ class OpenAICompatibleLlm(Llm):
         with self._lock:
             for key in self.usage_total:
                 self.usage_total[key] += usage.get(key, 0)
-        parsed = None
-        if response_json_schema is not None:
-            parsed = parse_json_text(text)
+        parsed = parse_json_text(text) if schema is not None else None
         return LlmResult(text=text, json=parsed, usage=usage)
+
+    def generate(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        response_json_schema: Mapping[str, Any] | None = None,
+    ) -> LlmResult:
+        answer = self.http.post("/chat/completions", self._payload(messages, response_json_schema))
+        return self._result(answer, response_json_schema)
+
+    async def agenerate(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        response_json_schema: Mapping[str, Any] | None = None,
+    ) -> LlmResult:
+        """Native async ``generate`` (httpx.AsyncClient on the running loop)."""
+        answer = await self.http.apost("/chat/completions", self._payload(messages, response_json_schema))
+        return self._result(answer, response_json_schema)
+
+    def close(self) -> None:
+        """Close the pooled connections."""
+        self.http.close()
 
 
 class InvalidJsonAnswer(ModelError):

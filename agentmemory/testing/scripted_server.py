@@ -16,8 +16,11 @@ Responder = Callable[[dict[str, Any]], Any]
 class ScriptedServer:
     """Serves ``/v1/chat/completions`` from ``chat`` and ``/v1/embeddings`` from ``embed``.
 
-    ``chat(request) -> str | dict | int``: a str is the assistant content (dicts are JSON-encoded);
-    an int is an HTTP error status to return. Every request is kept in ``requests``.
+    ``chat(request) -> str | dict | int | (int, headers)``: a str is the assistant content (dicts
+    are JSON-encoded); an int is an HTTP error status to return, optionally with extra response
+    headers (``(429, {"Retry-After": "1"})``). Every request is kept in ``requests`` with its
+    path, body, headers and ``peer`` (the client's address: one per pooled connection).
+    Connections are kept alive (HTTP/1.1), as production servers do.
     """
 
     def __init__(self, chat: Responder | None = None, embed: Callable[[list[str]], list[list[float]]] | None = None) -> None:
@@ -27,16 +30,22 @@ class ScriptedServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
             def log_message(self, *args: Any) -> None:
                 return
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
-                server.requests.append({"path": self.path, "body": body, "headers": dict(self.headers)})
-                status, answer = server._answer(self.path, body)
+                server.requests.append(
+                    {"path": self.path, "body": body, "headers": dict(self.headers), "peer": self.client_address}
+                )
+                status, answer, *extra = server._answer(self.path, body)
                 data = json.dumps(answer).encode()
                 self.send_response(status)
+                for name, value in (extra[0] if extra else {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
@@ -56,9 +65,11 @@ class ScriptedServer:
         host, port = self._httpd.server_address[:2]
         return f"http://{host!s}:{port}/v1"
 
-    def _answer(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+    def _answer(self, path: str, body: dict[str, Any]) -> tuple[Any, ...]:
         if path.endswith("/chat/completions") and self.chat is not None:
             out = self.chat(body)
+            if isinstance(out, tuple):
+                return out[0], {"error": {"message": f"scripted error {out[0]}"}}, dict(out[1])
             if isinstance(out, int):
                 return out, {"error": {"message": f"scripted error {out}"}}
             content = out if isinstance(out, str) else json.dumps(out)
