@@ -6,6 +6,8 @@ The public face: ``AgentMemory`` and ``Thread``, the record types, the config cl
 
 from .client import AgentMemory
 from .config import (
+    SEPARATE_LLM_CALLS,
+    ContextSummaryUpdateMode,
     MemoryExtractionConfig,
     MemoryExtractionMode,
     MemoryLinkExtractionMode,
@@ -51,6 +53,7 @@ __all__ = [
     "Capability",
     "CapabilityNotSupported",
     "Conflict",
+    "ContextSummaryUpdateMode",
     "Embedder",
     "HashingEmbedder",
     "InvalidArgument",
@@ -71,6 +74,7 @@ __all__ = [
     "Record",
     "RecordStatus",
     "RecordType",
+    "SEPARATE_LLM_CALLS",
     "SchemaPolicy",
     "SearchResult",
     "SearchStrategy",

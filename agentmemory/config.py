@@ -25,6 +25,15 @@ class MemoryLinkExtractionMode(str, Enum):
     POST_EXTRACTION = "post_extraction"
 
 
+class ContextSummaryUpdateMode(str, Enum):
+    """How a due summary update reaches the LLM: folded into that turn's extraction call, or as
+    a call of its own (the earlier behaviour). A summary due on a turn with no extraction call
+    (extraction off or not due, or a non-LLM extractor) always gets its own call."""
+
+    DURING_EXTRACTION = "during_extraction"
+    SEPARATE_CALL = "separate_call"
+
+
 class TimeToLiveAnchor(str, Enum):
     """What ``ttl_days`` counts from: the write time or the record's own timestamp."""
 
@@ -46,6 +55,9 @@ class MemoryExtractionConfig(BaseModel):
 
     Every field defaults to None, meaning "not set at this level"; ``resolve`` applies the order
     call → thread → client → default, and ``DEFAULTS`` holds the defaults.
+    ``memory_link_extraction_mode`` and ``context_summary_update_mode`` decide how many LLM calls
+    a turn costs: both ``DURING_EXTRACTION`` (the defaults) make one call per ``add_messages``;
+    ``SEPARATE_LLM_CALLS`` sets both back to separate calls.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
@@ -61,6 +73,7 @@ class MemoryExtractionConfig(BaseModel):
     memory_link_extraction_custom_instructions: str | None = None
     memory_link_extraction_token_limit: int | None = None
     extraction_mode: MemoryExtractionMode | None = None
+    context_summary_update_mode: ContextSummaryUpdateMode | None = None
 
     def set_fields(self) -> dict[str, Any]:
         """The fields given at this level, JSON-ready (enums as values)."""
@@ -107,6 +120,7 @@ class ResolvedExtractionConfig(BaseModel):
     memory_link_extraction_custom_instructions: str | None
     memory_link_extraction_token_limit: int
     extraction_mode: MemoryExtractionMode
+    context_summary_update_mode: ContextSummaryUpdateMode
 
 
 DEFAULTS: dict[str, Any] = {
@@ -117,13 +131,24 @@ DEFAULTS: dict[str, Any] = {
     "context_summary_update_frequency": -1,
     "memory_extraction_token_limit": 100_000,
     "memory_extraction_custom_instructions": None,
-    "memory_link_extraction_mode": MemoryLinkExtractionMode.POST_EXTRACTION,
+    "memory_link_extraction_mode": MemoryLinkExtractionMode.DURING_EXTRACTION,
     "memory_link_extraction_custom_instructions": None,
     "memory_link_extraction_token_limit": 100_000,
     "extraction_mode": MemoryExtractionMode.INLINE,
+    "context_summary_update_mode": ContextSummaryUpdateMode.DURING_EXTRACTION,
 }
 """Defaults of every ``MemoryExtractionConfig`` field (inline extraction: results are visible
-when ``add_messages`` returns; choose BACKGROUND for latency-sensitive agents)."""
+when ``add_messages`` returns; choose BACKGROUND for latency-sensitive agents). With an LLM the
+defaults make one call per ``add_messages``: links and a due summary update are decided in the
+extraction call. ``SEPARATE_LLM_CALLS`` restores the three calls of earlier versions."""
+
+SEPARATE_LLM_CALLS = MemoryExtractionConfig(
+    memory_link_extraction_mode=MemoryLinkExtractionMode.POST_EXTRACTION,
+    context_summary_update_mode=ContextSummaryUpdateMode.SEPARATE_CALL,
+)
+"""The settings of earlier versions: extraction, linking and the summary update as separate LLM
+calls (up to three per ``add_messages``); pass it at any level, e.g.
+``AgentMemory(..., memory_extraction_config=SEPARATE_LLM_CALLS)``."""
 
 
 class MemoryRetentionConfig(BaseModel):

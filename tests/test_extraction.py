@@ -1,7 +1,8 @@
 """Extraction behaviour through the real HTTP client and the scripted server.
 
 The scripted model (``Brain``) answers by the JSON schema it is asked for (``memories`` =
-extraction, ``links`` = linking, ``summary`` = summary) and records every request, so the tests
+extraction, ``links`` = linking, ``summary`` = summary; an extraction schema that also asks for
+``summary`` gets both answers in one) and records every request, so the tests
 check both what reached the model (instructions, escaped evidence, marked new messages) and what
 the pipeline did with the answer (memories, links, invalidations, errors).
 """
@@ -48,6 +49,12 @@ def schema_kind(request: dict[str, Any]) -> str:
     return "plain"
 
 
+def asks_for_summary(request: dict[str, Any]) -> bool:
+    """An extraction request whose schema also asks for the updated summary (folded in)."""
+    props = ((request.get("response_format") or {}).get("json_schema") or {}).get("schema", {}).get("properties", {})
+    return "memories" in props and "summary" in props
+
+
 class Brain:
     """The scripted model: one answer function per call kind, every request kept."""
 
@@ -62,7 +69,10 @@ class Brain:
         kind = schema_kind(request)
         with self._lock:
             self.calls.append((kind, request))
-        return getattr(self, kind)(request)
+        answer = getattr(self, kind)(request)
+        if kind == "extraction" and asks_for_summary(request) and isinstance(answer, dict) and "summary" not in answer:
+            answer = {**answer, "summary": self.summary(request)}  # one call doing both jobs
+        return answer
 
     def requests(self, kind: str) -> list[dict[str, Any]]:
         """Requests of one kind, in order."""
@@ -133,6 +143,8 @@ def new_client(llm: OpenAICompatibleLlm) -> Iterator[Callable[..., AgentMemory]]
 
 
 NO_SUMMARY = MemoryExtractionConfig(enable_context_summary=False)
+POST_LINKS = MemoryExtractionConfig(enable_context_summary=False, memory_link_extraction_mode=MemoryLinkExtractionMode.POST_EXTRACTION)
+"""The separate linking call (no longer the default), without summary calls."""
 
 
 def memories(client: AgentMemory, status: RecordStatus | None = None) -> list[Record]:
@@ -363,7 +375,7 @@ def test_resolution_is_per_field(new_client: Callable[..., AgentMemory]) -> None
 
     cfg = thread.extraction_config()
     assert (cfg.memory_extraction_custom_instructions, cfg.memory_extraction_frequency, cfg.memory_extraction_window) == ("CLIENT", 4, 5)
-    assert cfg.memory_link_extraction_mode is MemoryLinkExtractionMode.POST_EXTRACTION  # the default
+    assert cfg.memory_link_extraction_mode is MemoryLinkExtractionMode.DURING_EXTRACTION  # the default
     call = thread.extraction_config(MemoryExtractionConfig(memory_extraction_window=9, memory_extraction_custom_instructions="CALL"))
     assert (call.memory_extraction_custom_instructions, call.memory_extraction_frequency, call.memory_extraction_window) == ("CALL", 4, 9)
 
@@ -489,8 +501,7 @@ def test_during_extraction_links_come_from_the_extraction_call(new_client: Calla
 
 
 def test_post_extraction_makes_one_extra_call_that_creates_links(new_client: Callable[..., AgentMemory], brain: Brain) -> None:
-    client = new_client(memory_extraction_config=MemoryExtractionConfig(
-        memory_link_extraction_custom_instructions="Only link colour changes.", enable_context_summary=False))
+    client = new_client(memory_extraction_config=POST_LINKS.model_copy(update={"memory_link_extraction_custom_instructions": "Only link colour changes."}))
     old = seed_old_color(client)
     brain.extraction = lambda req: {"memories": [fact("The user's favourite colour is green.", kind="preference")]}
 
@@ -519,7 +530,7 @@ def test_post_extraction_makes_one_extra_call_that_creates_links(new_client: Cal
 
 
 def test_post_extraction_supports_link_keeps_both_valid(new_client: Callable[..., AgentMemory], brain: Brain) -> None:
-    client = new_client(memory_extraction_config=NO_SUMMARY)
+    client = new_client(memory_extraction_config=POST_LINKS)
     old = seed_old_color(client)
     brain.extraction = lambda req: {"memories": [fact("The user painted the kitchen blue.", kind="memory")]}
     brain.links = lambda req: {"links": [{"source_id": memory_ids(req, "new_memories")[0], "target_id": old, "link_type": "supports"}]}
@@ -531,7 +542,7 @@ def test_post_extraction_supports_link_keeps_both_valid(new_client: Callable[...
 
 
 def test_post_extraction_without_candidates_makes_no_link_call(new_client: Callable[..., AgentMemory], brain: Brain) -> None:
-    client = new_client(memory_extraction_config=NO_SUMMARY)
+    client = new_client(memory_extraction_config=POST_LINKS)
     brain.extraction = lambda req: {"memories": [fact("The user's favourite colour is green.", kind="preference")]}
     client.create_thread(thread_id="t", user_id="u").add_messages(COLOUR_MSG)
     assert brain.kinds() == ["extraction"]
@@ -554,7 +565,7 @@ def test_disabled_linking_makes_no_link_call_and_ignores_proposed_links(new_clie
 def test_a_failed_link_call_does_not_cause_reextraction(new_client: Callable[..., AgentMemory], brain: Brain) -> None:
     """The memories of a successful extraction are written before linking; when the linking call
     then fails, the same messages must not be extracted again (duplicates) on the next call."""
-    client = new_client(memory_extraction_config=NO_SUMMARY)
+    client = new_client(memory_extraction_config=POST_LINKS)
     seed_old_color(client)
     brain.extraction = lambda req: {"memories": [fact(f"Colour statement {len(brain.requests('extraction'))}.", kind="preference")]}
     brain.links = lambda req: 400
@@ -665,7 +676,7 @@ def test_every_extracted_memory_records_its_provenance(new_client: Callable[...,
 
 def test_exact_duplicates_of_past_memories_are_not_stored_again(new_client: Callable[..., AgentMemory], brain: Brain) -> None:
     brain.extraction = lambda req: {"memories": [fact("The user's favourite colour is blue.", kind="preference")]}
-    client = new_client(memory_extraction_config=NO_SUMMARY)
+    client = new_client(memory_extraction_config=POST_LINKS)
     seed_old_color(client)
     client.create_thread(thread_id="t", user_id="u").add_messages([{"role": "user", "content": "Blue is my favourite colour."}])
     assert len(memories(client)) == 1

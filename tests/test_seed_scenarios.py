@@ -4,6 +4,10 @@ The script answers the way a model following the prompt would: it reads the syst
 answers differently when the seed's custom instructions are there. So each test proves two
 things: the instructions that should apply reached the model (and the others did not), and what
 the model answered was stored and is found the way the seed shows.
+
+Every scenario runs twice: with the defaults (one LLM call per ``add_messages``: links and the
+summary update decided in the extraction call) and with ``SEPARATE_LLM_CALLS`` (the earlier
+extraction, link and summary calls); the outcome must be the same.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any
 import pytest
 
 from agentmemory import (
+    SEPARATE_LLM_CALLS,
     AgentMemory,
     HashingEmbedder,
     LinkType,
@@ -64,6 +69,12 @@ def schema_kind(request: dict[str, Any]) -> str:
     return "plain"
 
 
+def asks_for_summary(request: dict[str, Any]) -> bool:
+    """An extraction request whose schema also asks for the updated summary."""
+    props = ((request.get("response_format") or {}).get("json_schema") or {}).get("schema", {}).get("properties", {})
+    return "memories" in props and "summary" in props
+
+
 def evidence(request: dict[str, Any]) -> str:
     """The text of the quoted messages (new ones) of an extraction request."""
     root = ET.fromstring(f"<p>{request['messages'][1]['content']}</p>")
@@ -73,6 +84,14 @@ def evidence(request: dict[str, Any]) -> str:
 def ids_in(request: dict[str, Any], block: str) -> list[str]:
     root = ET.fromstring(f"<p>{request['messages'][1]['content']}</p>")
     return [m.findtext("id") or "" for m in root.findall(f"{block}/memory")]
+
+
+SUMMARY_ANSWER = {"summary": "User is planning dinner recommendations.", "topics": ["pizza planning", "dinner"]}
+
+
+def link_type(system: str) -> str:
+    """The seed's link instructions allow refines only; otherwise the model says supports."""
+    return "refines" if "Do not create supports or contradicts links" in system else "supports"
 
 
 class InstructedModel:
@@ -92,13 +111,21 @@ class InstructedModel:
         self.calls.append((kind, request))
         system = request["messages"][0]["content"]
         if kind == "summary":
-            return {"summary": "User is planning dinner recommendations.", "topics": ["pizza planning", "dinner"]}
+            return SUMMARY_ANSWER
         if kind == "links":
             new = ids_in(request, "new_memories")
             old = ids_in(request, "candidates")
-            allowed = "Do not create supports or contradicts links" in system
-            link_type = "refines" if allowed else "supports"
-            return {"links": [{"source_id": new[0], "target_id": old[0], "link_type": link_type}]}
+            return {"links": [{"source_id": new[0], "target_id": old[0], "link_type": link_type(system)}]}
+        answer = self.extract(request, system)
+        past = ids_in(request, "past_memories")
+        if "add a link from the new memory" in system and answer["memories"] and past:  # links asked in this call
+            answer["memories"][0]["links"] = [{"target_id": past[0], "link_type": link_type(system)}]
+        if asks_for_summary(request):
+            answer["summary"] = SUMMARY_ANSWER
+        return answer
+
+    def extract(self, request: dict[str, Any], system: str) -> dict[str, Any]:
+        """The memories the domain instructions ask for."""
         text = evidence(request)
         if DEFECT_INSTRUCTIONS in system:
             return {"memories": [{"type": "fact", "content": "Order 7421 has a product defect; a replacement was requested."}] if "7421" in text else []}
@@ -129,11 +156,20 @@ def model(server: ScriptedServer) -> InstructedModel:
     return m
 
 
+@pytest.fixture(params=["one_call", "separate_calls"])
+def calls(request: pytest.FixtureRequest) -> str:
+    """The LLM call layout: the default (one call per turn) or ``SEPARATE_LLM_CALLS``."""
+    return str(request.param)
+
+
 @pytest.fixture
-def make_memory(server: ScriptedServer, model: InstructedModel) -> Iterator[Callable[..., AgentMemory]]:
+def make_memory(server: ScriptedServer, model: InstructedModel, calls: str) -> Iterator[Callable[..., AgentMemory]]:
     made: list[AgentMemory] = []
 
     def factory(**kwargs: Any) -> AgentMemory:
+        if calls == "separate_calls":  # the client's own settings, over the earlier call layout
+            given = MemoryExtractionConfig.from_any(kwargs.get("memory_extraction_config")).set_fields()
+            kwargs["memory_extraction_config"] = {**SEPARATE_LLM_CALLS.set_fields(), **given}
         llm = OpenAICompatibleLlm("YOUR_MEMORY_LLM", base_url=server.base_url, backoff_s=0.01, max_retries=1)
         client = AgentMemory("memory://", embedder=HashingEmbedder(128), llm=llm, **kwargs)
         made.append(client)
@@ -213,6 +249,36 @@ def test_seed_link_settings_post_extraction_refines_the_support_fact(make_memory
     [link] = memory.store.links()
     assert link.link_type is LinkType.REFINES and link.target_id == first.record_id
     assert memory.get_memory(first.record_id).status is RecordStatus.INVALID  # refines keeps it as history
+
+
+def test_seed_link_instructions_refine_the_support_fact_in_either_call_layout(
+    make_memory: Callable[..., AgentMemory], model: InstructedModel, calls: str
+) -> None:
+    """Seed 001's link settings without naming a link mode: the defaults decide the link in the
+    extraction call (one call for the turn, summary included), ``SEPARATE_LLM_CALLS`` in a link
+    call of its own; the stored link and invalidation are the same."""
+    memory = support_memory(make_memory)
+    memory.create_thread(thread_id="support_ticket_7421", user_id="customer_123", memory_extraction_frequency=1).add_messages(SUPPORT_TURN)
+    [first] = stored_memories(memory)
+    memory.update_thread("support_ticket_7421", memory_link_extraction_custom_instructions=LINK_INSTRUCTIONS)
+    before = len(model.calls)
+
+    memory.get_thread("support_ticket_7421").add_messages([{"role": "user", "content": "The replacement delivery for order 7421 moved to Monday."}])
+
+    turn = model.calls[before:]
+    if calls == "one_call":
+        assert [kind for kind, _ in turn] == ["extraction"]
+        [(_, request)] = turn
+        assert LINK_INSTRUCTIONS in request["messages"][0]["content"] and asks_for_summary(request)
+        assert first.record_id in ids_in(request, "past_memories")
+    else:
+        assert [kind for kind, _ in turn] == ["extraction", "links", "summary"]
+        assert LINK_INSTRUCTIONS in model.systems("links")[-1]
+        assert LINK_INSTRUCTIONS not in model.systems()[-1]
+    [link] = memory.store.links()
+    assert link.link_type is LinkType.REFINES and link.target_id == first.record_id
+    assert memory.get_memory(first.record_id).status is RecordStatus.INVALID
+    assert memory.get_thread("support_ticket_7421").get_summary().content == SUMMARY_ANSWER["summary"]
 
 
 def test_billing_thread_instructions_override_the_clients(make_memory: Callable[..., AgentMemory], model: InstructedModel) -> None:
@@ -300,6 +366,15 @@ def test_card_customization_returns_each_requested_type(make_memory: Callable[..
     assert "User prefers vegetarian restaurants." in [el.findtext("content") for el in info.findall("preference")]
     messages = [m for m in card.relevant if m.record.record_type is RecordType.MESSAGE]
     assert all(m.record.thread_id == "context_card_customization_demo" for m in messages)
+
+
+def test_card_demo_turn_costs_one_call_by_default_and_two_when_separate(
+    make_memory: Callable[..., AgentMemory], model: InstructedModel, calls: str
+) -> None:
+    memory, thread = card_demo(make_memory)
+    expected = ["extraction"] if calls == "one_call" else ["extraction", "summary"]  # nothing to link yet
+    assert [kind for kind, _ in model.calls] == expected
+    assert thread.get_summary().topics == ("pizza planning", "dinner")
 
 
 def test_card_customization_with_lower_type_search_concurrency(make_memory: Callable[..., AgentMemory], model: InstructedModel) -> None:

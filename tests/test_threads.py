@@ -142,7 +142,7 @@ def test_extraction_config_resolution_order(make_client):
     assert cfg.memory_extraction_window == 3  # live override
     assert cfg.context_summary_update_frequency == 2  # thread (persisted)
     assert cfg.extraction_mode is MemoryExtractionMode.BACKGROUND  # client
-    assert cfg.memory_link_extraction_mode is MemoryLinkExtractionMode.POST_EXTRACTION  # default
+    assert cfg.memory_link_extraction_mode is MemoryLinkExtractionMode.DURING_EXTRACTION  # default (one LLM call per turn)
     assert cfg.extract_memories is True and cfg.enable_context_summary is True
 
 

@@ -48,7 +48,7 @@ class Extractor:
         revise earlier candidates instead (the dates plugin annotates them with the dates it
         resolves)."""
         output: ExtractionOutput = yield from self.extract_op(context)
-        return ExtractionOutput(memories=merge_candidates(context.candidates, output.memories))
+        return ExtractionOutput(memories=merge_candidates(context.candidates, output.memories), summary=output.summary)
 
 
 def candidate_key(candidate: MemoryCandidate) -> str:
@@ -73,7 +73,8 @@ class ExtractorChain(Extractor):
     """Several extractors run in order over the same messages, each through its ``chain_op``:
     extractor *i* sees what extractors 1..i-1 found in ``context.candidates``; the last one's
     answer is what gets written. With the default ``chain_op`` that is every extractor's
-    candidates, earlier extractors first, duplicates dropped."""
+    candidates, earlier extractors first, duplicates dropped. A due summary update
+    (``context.update_summary``) is offered to each extractor until one returns it."""
 
     def __init__(self, extractors: Sequence[Extractor]) -> None:
         if not extractors:
@@ -84,10 +85,13 @@ class ExtractorChain(Extractor):
 
     def extract_op(self, context: ExtractionContext) -> Op[ExtractionOutput]:
         candidates: tuple[MemoryCandidate, ...] = context.candidates
+        summary = None
         for extractor in self.extractors:
-            output: ExtractionOutput = yield from extractor.chain_op(replace(context, candidates=candidates))
+            step = replace(context, candidates=candidates, update_summary=context.update_summary and summary is None)
+            output: ExtractionOutput = yield from extractor.chain_op(step)
             candidates = tuple(output.memories)
-        return ExtractionOutput(memories=list(candidates)[:MAX_MEMORIES])
+            summary = summary or (output.summary if step.update_summary else None)
+        return ExtractionOutput(memories=list(candidates)[:MAX_MEMORIES], summary=summary)
 
     def extract(self, context: ExtractionContext) -> ExtractionOutput:
         from ..effects import run_sync

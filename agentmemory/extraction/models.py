@@ -32,6 +32,10 @@ class ExtractionContext:
     token_limit: int = 100_000
     user_id: str | None = None
     agent_id: str | None = None
+    update_summary: bool = False
+    """A summary update is due over exactly the new messages: an extractor that calls an LLM may
+    fold it into its call and return it in ``ExtractionOutput.summary`` (``summary`` above is the
+    previous one); others ignore it and the pipeline makes a separate summary call."""
     candidates: tuple[MemoryCandidate, ...] = ()
     """In a chain of extractors (``AgentMemory(extractor=[...])``): what the extractors before
     this one found, in order; empty for the first (or only) extractor."""
@@ -71,12 +75,36 @@ class MemoryCandidate(BaseModel):
         return validate_metadata("metadata", value)
 
 
+class SummaryOutput(BaseModel):
+    """The summary call's answer: a running summary and at most 8 topics."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    summary: str
+    topics: list[str] = Field(default_factory=list)
+    """Up to 8 are kept; extra topics from the model are dropped, not treated as an error."""
+
+
 class ExtractionOutput(BaseModel):
     """The extractor's answer."""
 
     model_config = ConfigDict(extra="forbid")
 
     memories: list[MemoryCandidate] = Field(default_factory=list, max_length=MAX_MEMORIES)
+    summary: SkipJsonSchema[SummaryOutput | None] = None
+    """The updated running summary, when ``ExtractionContext.update_summary`` asked for it and
+    the extractor folded it into its call; None makes the pipeline update it with a call of its
+    own. Not part of the LLM's extraction schema (see ``ExtractionWithSummaryOutput``)."""
+
+
+class ExtractionWithSummaryOutput(BaseModel):
+    """The answer of an extraction call that also updates the running summary (one call instead
+    of two, ``ContextSummaryUpdateMode.DURING_EXTRACTION``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memories: list[MemoryCandidate] = Field(default_factory=list, max_length=MAX_MEMORIES)
+    summary: SummaryOutput
 
 
 class LinkDecision(BaseModel):
@@ -95,16 +123,6 @@ class LinkOutput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     links: list[LinkDecision] = Field(default_factory=list)
-
-
-class SummaryOutput(BaseModel):
-    """The summary call's answer: a running summary and at most 8 topics."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    summary: str
-    topics: list[str] = Field(default_factory=list)
-    """Up to 8 are kept; extra topics from the model are dropped, not treated as an error."""
 
 
 def _strict(schema: dict[str, Any]) -> dict[str, Any]:

@@ -1,5 +1,7 @@
 """The extraction pipeline run after ``add_messages``: schedule → context → extract → write →
-link → summary. Written once as effect generators (sync and async share it); the background
+link → summary. With the defaults that is one LLM call per ``add_messages``: links
+(``DURING_EXTRACTION``) and a due summary update (``ContextSummaryUpdateMode``) are answered in
+the extraction call; the separate link and summary calls remain selectable. Written once as effect generators (sync and async share it); the background
 mode runs the same operation on a worker thread.
 """
 
@@ -10,9 +12,15 @@ import queue
 import threading
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from ..config import MemoryExtractionConfig, MemoryExtractionMode, MemoryLinkExtractionMode, ResolvedExtractionConfig
+from ..config import (
+    ContextSummaryUpdateMode,
+    MemoryExtractionConfig,
+    MemoryExtractionMode,
+    MemoryLinkExtractionMode,
+    ResolvedExtractionConfig,
+)
 from ..effects import Call, Op, run_sync
 from ..embedders.base import embed_op
 from ..errors import AgentMemoryError, InvalidArgument, ModelError
@@ -31,6 +39,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 PAST_MEMORY_K = 7
 LINK_BATCH = 10
+LINK_CANDIDATES = 2 * PAST_MEMORY_K
 MESSAGE_TYPES = frozenset({RecordType.MESSAGE})
 
 
@@ -98,23 +107,35 @@ def process_op(client: AgentMemory, thread: Thread, call: MemoryExtractionConfig
     summarized_seq = int(state.get("summarized_seq", 0))
     base = client._alive(thread_id=thread.thread_id, record_types=MESSAGE_TYPES)
     pending: list[Record] = yield Call(client.store, "query", (replace(base, min_seq=extracted_seq + 1),))
+    summary_due: list[Record] = []
+    if cfg.enable_context_summary and llm is not None:
+        unsummarized: list[Record] = yield Call(client.store, "query", (replace(base, min_seq=summarized_seq + 1),))
+        if unsummarized and _due(len(unsummarized), cfg.context_summary_update_frequency):
+            summary_due = unsummarized
     if cfg.extract_memories and pending and _due(len(pending), cfg.memory_extraction_frequency):
         window = pending
         if cfg.memory_extraction_window > len(pending):  # the newest N messages, the new ones marked
             recent: list[Record] = yield Call(client.store, "query", (base,), {"order": Order.SEQ_DESC, "limit": cfg.memory_extraction_window})
             window = recent[::-1]
-        new_memories = yield from extract_op(client, thread, cfg, llm, window, {r.record_id for r in pending})
+        # the summary update rides along when it covers exactly the messages being extracted
+        fold = (
+            cfg.context_summary_update_mode is ContextSummaryUpdateMode.DURING_EXTRACTION
+            and [r.record_id for r in summary_due] == [r.record_id for r in pending]
+        )
+        new_memories, folded = yield from extract_op(client, thread, cfg, llm, window, {r.record_id for r in pending}, update_summary=fold)
         state["extracted_seq"] = pending[-1].seq
+        if folded is not None:
+            yield from write_summary_op(client, thread, folded, summary_due[-1].seq)
+            state["summarized_seq"] = summary_due[-1].seq
+            summary_due = []
         # saved before linking: a failed link call must not make these messages extract again
         yield from _save_state_op(client, thread.thread_id, state)
         if new_memories and cfg.memory_link_extraction_mode is MemoryLinkExtractionMode.POST_EXTRACTION and llm is not None:
             yield from post_link_op(client, thread, llm, new_memories, cfg, set())
-    if cfg.enable_context_summary and llm is not None:
-        unsummarized: list[Record] = yield Call(client.store, "query", (replace(base, min_seq=summarized_seq + 1),))
-        if unsummarized and _due(len(unsummarized), cfg.context_summary_update_frequency):
-            yield from update_summary_op(client, thread, llm, unsummarized, cfg.memory_extraction_token_limit)
-            state["summarized_seq"] = unsummarized[-1].seq
-            yield from _save_state_op(client, thread.thread_id, state)
+    if summary_due:
+        yield from update_summary_op(client, thread, llm, summary_due, cfg.memory_extraction_token_limit)
+        state["summarized_seq"] = summary_due[-1].seq
+        yield from _save_state_op(client, thread.thread_id, state)
 
 
 def _due(count: int, frequency: int) -> bool:
@@ -133,16 +154,38 @@ def _save_state_op(client: AgentMemory, thread_id: str, state: dict[str, Any]) -
 
 def past_memories_op(client: AgentMemory, thread: Thread, text: str, k: int = PAST_MEMORY_K, exclude: Sequence[str] = ()) -> Op[list[Record]]:
     """Valid memories of the thread's user and agent most similar to ``text`` (any thread)."""
-    vectors = yield from embed_op(client.embedder, [text[:4000]], is_query=True)
+    found = yield from _similar_memories_op(client, thread, [text], k, exclude)
+    return found
+
+
+def link_candidates_op(client: AgentMemory, thread: Thread, window: Sequence[Record], new_ids: set[str]) -> Op[list[Record]]:
+    """Past memories for an extraction that also decides links: those most similar to the new
+    messages together (what every extraction sees), then those most similar to each new message
+    on its own (what post-extraction linking would retrieve per new memory), at most
+    ``LINK_CANDIDATES``."""
+    new = [m.content for m in window if m.record_id in new_ids]
+    texts = ["\n".join(new), *new] if len(new) > 1 else ["\n".join(new)]
+    found = yield from _similar_memories_op(client, thread, texts, PAST_MEMORY_K)
+    return found[:LINK_CANDIDATES]
+
+
+def _similar_memories_op(client: AgentMemory, thread: Thread, texts: Sequence[str], k: int, exclude: Sequence[str] = ()) -> Op[list[Record]]:
+    """The ``k`` valid memories most similar to each of ``texts`` (one embedding batch), in the
+    order of ``texts`` then similarity, each once."""
+    vectors = yield from embed_op(client.embedder, [t[:4000] for t in texts], is_query=True)
     flt = client._alive(
         record_types=MEMORY_TYPES,
         user_id=thread.user_id,
         agent_id=thread.agent_id,
         statuses=frozenset({RecordStatus.VALID}),
     )
-    hits = yield Call(client.store, "vector_search", (vectors[0], flt, k + len(exclude)))
     skip = set(exclude)
-    return [h.record for h in hits if h.record.record_id not in skip][:k]
+    out: dict[str, Record] = {}
+    for vector in vectors:
+        hits = yield Call(client.store, "vector_search", (vector, flt, k + len(exclude)))
+        for h in [h for h in hits if h.record.record_id not in skip][:k]:
+            out.setdefault(h.record.record_id, h.record)
+    return list(out.values())
 
 
 def extract_op(
@@ -152,14 +195,18 @@ def extract_op(
     llm: Any,
     window: list[Record],
     new_ids: set[str],
-) -> Op[list[Record]]:
+    update_summary: bool = False,
+) -> Op[tuple[list[Record], SummaryOutput | None]]:
     """One extraction over ``window``: writes the memories (and slot/during links and the
-    invalidations they cause) in one batch and returns them."""
+    invalidations they cause) in one batch and returns them, with the updated summary when
+    ``update_summary`` asked the extractor to fold it in and it did."""
     extractor = resolve_extractor(client, llm)
     summary = yield from stored_summary_op(client, thread.thread_id)
-    new_text = "\n".join(m.content for m in window if m.record_id in new_ids)
-    past = yield from past_memories_op(client, thread, new_text)
     during = cfg.memory_link_extraction_mode is MemoryLinkExtractionMode.DURING_EXTRACTION and extractor.uses_llm
+    if during:
+        past = yield from link_candidates_op(client, thread, window, new_ids)
+    else:
+        past = yield from past_memories_op(client, thread, "\n".join(m.content for m in window if m.record_id in new_ids))
     context = ExtractionContext(
         messages=window,
         new_message_ids=frozenset(new_ids),
@@ -171,12 +218,14 @@ def extract_op(
         token_limit=cfg.memory_extraction_token_limit,
         user_id=thread.user_id,
         agent_id=thread.agent_id,
+        update_summary=update_summary and extractor.uses_llm,
     )
     output: ExtractionOutput = yield from extractor.extract_op(context)
+    folded = output.summary if context.update_summary else None
     known = {p.content.strip().lower() for p in past}
     candidates = [c for c in output.memories if c.content.strip().lower() not in known]
     if not candidates:
-        return []
+        return [], folded
     now = client.now()
     # a memory is as old as the newest message it came from (imported history keeps its dates)
     stated_at = max((m.timestamp for m in window if m.record_id in new_ids), default=now)
@@ -220,7 +269,7 @@ def extract_op(
     patches = _invalidations(links, past_by_id)
     batch = WriteBatch(add=[NewRecord(r, v) for r, v in zip(records, vectors)], patch=patches, add_links=links)
     yield Call(client.store, "write", (batch,))
-    return records
+    return records, folded
 
 
 def _omitted() -> Any:
@@ -297,13 +346,24 @@ def summarize_op(llm: Any, previous: str, messages: list[Record], token_limit: i
 
 
 def update_summary_op(client: AgentMemory, thread: Thread, llm: Any, messages: list[Record], token_limit: int) -> Op[Summary]:
-    """Fold ``messages`` into the stored summary (created on first use)."""
+    """Fold ``messages`` into the stored summary (created on first use) with a summary call."""
     current = yield from stored_summary_op(client, thread.thread_id)
     output = yield from summarize_op(llm, current.content if current else "", messages, token_limit)
+    summary: Summary = yield from write_summary_op(client, thread, output, messages[-1].seq, current)
+    return summary
+
+
+def write_summary_op(
+    client: AgentMemory, thread: Thread, output: SummaryOutput, last_message_seq: int, current: Summary | None | Literal[False] = False
+) -> Op[Summary]:
+    """Store ``output`` as the thread's running summary (created on first use, up to 8 topics);
+    ``current`` is the stored one when already read (False: read it here)."""
+    if current is False:
+        current = yield from stored_summary_op(client, thread.thread_id)
     summary = Summary(
         content=output.summary,
         topics=tuple(t.strip() for t in output.topics if t.strip())[:8],
-        last_message_seq=messages[-1].seq,
+        last_message_seq=last_message_seq,
         revision=(current.revision + 1) if current else 1,
     )
     internal = {"topics": list(summary.topics), "last_message_seq": summary.last_message_seq, "revision": summary.revision}
