@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 from .config import MemoryExtractionConfig, MemoryRetentionConfig, TimeToLiveAnchor
 from .effects import Call, Op, run_async, run_sync
 from .embedders import Embedder
-from .embedders.base import embed_op
+from .embedders.base import as_embedder, embed_op
 from .errors import Conflict, InvalidArgument, NotFound
 from .filters import validate_metadata_filter
 from .ids import new_id, profile_record_id, thread_record_id
+from .llm.base import as_llm
 from .plugins import PluginManager, get_plugin_manager
 from .records import (
     MEMORY_TYPES,
@@ -114,7 +115,7 @@ class AgentMemory:
         self,
         store: MemoryStore | str | None = None,
         *,
-        embedder: Embedder | None = None,
+        embedder: Embedder | Any = None,
         llm: Any = None,
         memory_extraction_config: MemoryExtractionConfig | Mapping[str, Any] | None = None,
         schema_policy: SchemaPolicy | str = SchemaPolicy.CREATE_IF_NECESSARY,
@@ -134,8 +135,8 @@ class AgentMemory:
             raise InvalidArgument("retention", "must be a MemoryRetentionConfig")
         self.plugins = plugin_manager or get_plugin_manager()
         self.store: MemoryStore = resolve_store(store, self.plugins)
-        self.embedder: Embedder = embedder if embedder is not None else default_embedder()
-        self.llm = llm
+        self.embedder: Embedder = as_embedder(embedder) if embedder is not None else default_embedder()
+        self.llm = as_llm(llm)  # a LangChain chat model / Embeddings is wrapped (agentmemory.integrations.langchain)
         self.memory_extraction_config = MemoryExtractionConfig.from_any(memory_extraction_config)
         self.retention = retention or MemoryRetentionConfig()
         self.clock: Callable[[], datetime] = clock or utc_now
@@ -362,7 +363,7 @@ class AgentMemory:
     def _handle(self, rec: Record, llm: Any, overrides: MemoryExtractionConfig | None, concurrency: Any = None) -> Thread:
         from .thread import Thread
 
-        return Thread(self, rec, llm=llm, overrides=overrides, context_card_type_search_concurrency=concurrency)
+        return Thread(self, rec, llm=as_llm(llm), overrides=overrides, context_card_type_search_concurrency=concurrency)
 
     def get_thread(
         self,

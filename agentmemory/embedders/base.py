@@ -50,6 +50,19 @@ class Embedder(ABC):
         return out / norms
 
 
+def as_embedder(value: Any) -> Embedder:
+    """The embedder the core calls for ``value``: a LangChain ``Embeddings`` wrapped in
+    ``agentmemory.integrations.langchain.LangChainEmbedder``; an ``Embedder`` (or any object with
+    ``embed``/``aembed`` and ``dimension``) unchanged."""
+    from ..llm.base import langchain_instance
+
+    if not isinstance(value, Embedder) and langchain_instance(value, "langchain_core.embeddings.embeddings", "Embeddings"):
+        from ..integrations.langchain import LangChainEmbedder
+
+        return LangChainEmbedder(value)
+    return value  # duck-typed embedders are accepted as before
+
+
 def embed_op(embedder: Any, texts: Sequence[str], *, is_query: bool = False) -> Op[np.ndarray]:
     """The one place the core calls an embedder (sync or async, through ``Call``): the answer
     is checked by ``checked_embeddings`` before anything uses it, so an embedder that returns
