@@ -3,16 +3,20 @@ yield ``Call`` effects; ``run_sync`` performs them with the sync API and ``run_a
 ``a``-prefixed async twins. This is how every ``*_async`` method stays identical to its sync
 twin without a second copy of the logic (and without ``asyncio.run`` inside sync code). An exception
 raised by a performed call is thrown back into the generator at its ``yield``, so operations
-handle errors with ordinary ``try``/``except``.
+handle errors with ordinary ``try``/``except``. With ``opentelemetry-api`` installed, each driven
+operation and each performed call is a span (``agentmemory.observability``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Generator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+
+from . import observability
 
 T = TypeVar("T")
 
@@ -40,16 +44,27 @@ Op = Generator[Call | Gather, Any, T]
 
 def run_sync(op: Op[T]) -> T:
     """Drive ``op`` with the sync API."""
+    if observability.TRACING:
+        with observability.op_span(op):
+            return _run_sync(op)
+    return _run_sync(op)
+
+
+def _run_sync(op: Op[T]) -> T:
     try:
         effect = next(op)
         while True:
             try:
                 if isinstance(effect, Gather):
                     if effect.limit > 1 and len(effect.ops) > 1:
+                        # each op in a copy of this context: spans and context variables follow it
+                        contexts = [contextvars.copy_context() for _ in effect.ops]
                         with ThreadPoolExecutor(max_workers=effect.limit) as pool:
-                            result: Any = list(pool.map(run_sync, effect.ops))
+                            result: Any = list(pool.map(lambda c, sub: c.run(run_sync, sub), contexts, effect.ops))
                     else:
                         result = [run_sync(sub) for sub in effect.ops]
+                elif observability.TRACING:
+                    result = observability.traced_call(effect, getattr(effect.target, effect.method))
                 else:
                     result = getattr(effect.target, effect.method)(*effect.args, **effect.kwargs)
             except Exception as exc:  # the operation may catch it where it yielded the effect
@@ -62,6 +77,13 @@ def run_sync(op: Op[T]) -> T:
 
 async def run_async(op: Op[T]) -> T:
     """Drive ``op`` with the async API (``a`` + method name)."""
+    if observability.TRACING:
+        with observability.op_span(op):
+            return await _run_async(op)
+    return await _run_async(op)
+
+
+async def _run_async(op: Op[T]) -> T:
     try:
         effect = next(op)
         while True:
@@ -71,7 +93,10 @@ async def run_async(op: Op[T]) -> T:
                     result: Any = list(await asyncio.gather(*(_limited(semaphore, s) for s in effect.ops)))
                 else:
                     method = getattr(effect.target, "a" + effect.method)
-                    result = await method(*effect.args, **effect.kwargs)
+                    if observability.TRACING:
+                        result = await observability.atraced_call(effect, method)
+                    else:
+                        result = await method(*effect.args, **effect.kwargs)
             except Exception as exc:  # the operation may catch it where it yielded the effect
                 effect = op.throw(exc)
                 continue
