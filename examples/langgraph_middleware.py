@@ -59,10 +59,12 @@ def save_memory(text: str, runtime: ToolRuntime) -> str:
 # model, and "duckdb:///path/memory.duckdb" keeps the memory on disk
 memory = AgentMemory("memory://", embedder=HashingEmbedder(256))
 model = ScriptedChatModel(respond=answer_from_prompt)
+# llm=None: this scripted model only plays the agent, so memories come from the rule-based
+# extractor; with a real chat model, leave llm out and the agent's model extracts them
 agent = create_agent(
     model=model,
     tools=[save_memory],
-    middleware=[AgentMemoryMiddleware(memory, trigger=("tokens", 50), keep=("messages", 1))],
+    middleware=[AgentMemoryMiddleware(memory, llm=None, trigger=("tokens", 50), keep=("messages", 1))],
     checkpointer=InMemorySaver(),
     store=AgentMemoryStore(memory, user_id_label=1, index={"fields": ["content"]}),
 )

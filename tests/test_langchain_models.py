@@ -266,3 +266,105 @@ async def test_chat_openai_async_against_the_scripted_server(server: ScriptedSer
     assert json.loads(result.text) == {"answer": "ok"}
     vectors = await as_embedder(embeddings).aembed(["a", "bb"], is_query=False)
     assert vectors.shape == (2, 4)
+
+
+# ---- the LangGraph middleware defaults to the agent's own model ---------------------------------
+
+def _agent(memory: AgentMemory, model: Any, **options: Any) -> Any:
+    from langchain.agents import create_agent
+
+    from agentmemory.integrations.langgraph import AgentMemoryMiddleware
+
+    middleware = AgentMemoryMiddleware(memory, thread_id="t-1", user_id="maya", trigger=None, **options)
+    return create_agent(model=model, tools=[], middleware=[middleware]), middleware
+
+
+def _structured_calls(chat: ToolCallingFake) -> list[tuple[str, list[BaseMessage], dict[str, Any]]]:
+    return [c for c in chat.calls if c[2].get("tools")]
+
+
+def test_middleware_extracts_with_the_agent_model_by_default() -> None:
+    chat = ToolCallingFake()
+    memory = AgentMemory("memory://", embedder=HashingEmbedder(64), memory_extraction_config={"enable_context_summary": False})
+    agent, middleware = _agent(memory, chat)
+
+    agent.invoke({"messages": [{"role": "user", "content": TURNS[0]["content"]}]})
+    agent.invoke({"messages": [{"role": "user", "content": TURNS[1]["content"]}]})
+
+    structured = _structured_calls(chat)
+    assert structured, "the agent's model was never asked to extract"
+    assert isinstance(middleware.memory_llm, LangChainLlm) and middleware.memory_llm.chat_model is chat
+    first_prompt = " ".join(str(m.content) for m in structured[0][1])
+    assert "I'm Maya" in first_prompt  # the turn written before the model was known waited for it
+    assert [m.content for m in memory.list_memories(user_id="maya")] == [FACT]  # no rule-based memories
+
+
+def test_middleware_leaves_a_memory_with_its_own_llm_alone() -> None:
+    agent_model, memory_model = ToolCallingFake(), ToolCallingFake()
+    memory = memory_with(memory_model, HashingEmbedder(64))
+    agent, middleware = _agent(memory, agent_model)
+    agent.invoke({"messages": [{"role": "user", "content": TURNS[0]["content"]}]})
+    assert not _structured_calls(agent_model) and _structured_calls(memory_model)
+    assert middleware.memory_llm is None
+
+
+def test_middleware_llm_none_keeps_offline_extraction_and_a_given_model_is_used() -> None:
+    chat, extractor = ToolCallingFake(), ToolCallingFake()
+    memory = AgentMemory("memory://", embedder=HashingEmbedder(64))
+    agent, _ = _agent(memory, chat, llm=None)
+    agent.invoke({"messages": [{"role": "user", "content": TURNS[0]["content"]}]})
+    assert not _structured_calls(chat)
+    assert FACT not in [m.content for m in memory.list_memories(user_id="maya")]
+
+    other = AgentMemory("memory://", embedder=HashingEmbedder(64), memory_extraction_config={"enable_context_summary": False})
+    agent, _ = _agent(other, chat, llm=extractor)
+    agent.invoke({"messages": [{"role": "user", "content": TURNS[0]["content"]}]})
+    assert _structured_calls(extractor) and not _structured_calls(chat)
+
+    from agentmemory import InvalidArgument
+
+    with pytest.raises(InvalidArgument) as err:
+        _agent(memory, chat, llm="gpt-4o")
+    assert err.value.argument == "llm"
+
+
+async def test_middleware_async_agent_extracts_through_ainvoke() -> None:
+    chat = ToolCallingFake()
+    memory = AgentMemory("memory://", embedder=HashingEmbedder(64), memory_extraction_config={"enable_context_summary": False})
+    agent, _ = _agent(memory, chat)
+    await agent.ainvoke({"messages": [{"role": "user", "content": TURNS[1]["content"]}]})
+    assert _structured_calls(chat) and {mode for mode, _, _ in chat.calls} == {"async"}
+    assert FACT in [m.content for m in await memory.list_memories_async(user_id="maya")]
+
+
+def test_middleware_work_is_in_the_agent_trace(monkeypatch: pytest.MonkeyPatch) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from agentmemory import observability
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    monkeypatch.setattr(observability, "_tracer", lambda: provider.get_tracer("agentmemory"))
+    memory = AgentMemory("memory://", embedder=HashingEmbedder(64), memory_extraction_config={"enable_context_summary": False})
+    agent, _ = _agent(memory, ToolCallingFake())
+
+    with provider.get_tracer("app").start_as_current_span("agent run") as run:
+        agent.invoke({"messages": [{"role": "user", "content": TURNS[1]["content"]}]})
+
+    spans = list(exporter.get_finished_spans())
+    names = [s.name for s in spans]
+    assert "agentmemory.middleware.before_model" in names and "agentmemory.middleware.after_model" in names
+    assert {s.context.trace_id for s in spans} == {run.get_span_context().trace_id}  # one trace: the agent's
+    by_id = {s.context.span_id: s for s in spans}
+    extraction = next(s for s in spans if s.name == "agentmemory.llm.extraction")
+    chain = []
+    node: Any = extraction
+    while node.parent is not None and node.parent.span_id in by_id:
+        node = by_id[node.parent.span_id]
+        chain.append(node.name)
+    assert "agentmemory.middleware.after_model" in chain and chain[-1] == "agent run"
+    assert extraction.attributes["gen_ai.usage.input_tokens"] == 11
+    provider.shutdown()

@@ -61,7 +61,7 @@ def conversation(n_turns: int, size: int = 40) -> list[BaseMessage]:
 # ---- persistence ---------------------------------------------------------------------------------
 def test_turns_are_persisted_once_with_a_checkpointer(memory: AgentMemory) -> None:
     model = ScriptedChatModel(respond=lambda p: f"reply {len(p)}")
-    mw = AgentMemoryMiddleware(memory, trigger=None)
+    mw = AgentMemoryMiddleware(memory, llm=None, trigger=None)
     agent = create_agent(model=model, tools=[], middleware=[mw], checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "t-1", "user_id": "bob"}}
     for text in ("hi, my name is bob", "write a short poem about cats", "what's my name?"):
@@ -82,10 +82,10 @@ def test_turns_are_persisted_once_with_a_checkpointer(memory: AgentMemory) -> No
 def test_missing_ids_fall_back_to_content_and_survive_a_new_instance(memory: AgentMemory) -> None:
     msgs = [HumanMessage(content="hello there"), AIMessage(content="hi!"), HumanMessage(content="how are you?")]
     assert all(m.id is None for m in msgs)
-    mw = AgentMemoryMiddleware(memory, thread_id="fallback", trigger=None)
+    mw = AgentMemoryMiddleware(memory, llm=None, thread_id="fallback", trigger=None)
     mw.before_model({"messages": msgs}, None)  # type: ignore[arg-type]
     mw.before_model({"messages": msgs}, None)  # type: ignore[arg-type]
-    fresh = AgentMemoryMiddleware(memory, thread_id="fallback", trigger=None)  # empty cache: the store decides
+    fresh = AgentMemoryMiddleware(memory, llm=None, thread_id="fallback", trigger=None)  # empty cache: the store decides
     fresh.before_model({"messages": [*msgs, AIMessage(content="fine")]}, None)  # type: ignore[arg-type]
     assert stored(memory, "fallback") == [
         ("user", "hello there"), ("assistant", "hi!"), ("user", "how are you?"), ("assistant", "fine"),
@@ -104,7 +104,7 @@ def test_tool_system_synthetic_and_empty_messages_are_not_persisted(memory: Agen
         HumanMessage(content=[{"type": "text", "text": "block text"}, {"type": "image_url", "image_url": {"url": "x"}}], id="h2"),
         HumanMessage(content="   ", id="blank"),
     ]
-    mw = AgentMemoryMiddleware(memory, thread_id="roles", trigger=None)
+    mw = AgentMemoryMiddleware(memory, llm=None, thread_id="roles", trigger=None)
     mw.before_model({"messages": msgs}, None)  # type: ignore[arg-type]
     assert stored(memory, "roles") == [("user", "where is bob?"), ("assistant", "Bob is in Chicago."), ("user", "block text")]
 
@@ -112,7 +112,7 @@ def test_tool_system_synthetic_and_empty_messages_are_not_persisted(memory: Agen
 # ---- triggers ----------------------------------------------------------------------------------
 def test_the_card_is_not_measured(memory: AgentMemory) -> None:
     big_card = HumanMessage(content="<context_card>" + "x " * 5000 + "</context_card>", name="memory_context_card", id="c")
-    mw = AgentMemoryMiddleware(memory, thread_id="organic", trigger=("tokens", 500), keep=("messages", 1))
+    mw = AgentMemoryMiddleware(memory, llm=None, thread_id="organic", trigger=("tokens", 500), keep=("messages", 1))
     small = [HumanMessage(content="short question", id="h")]
     assert mw.before_model({"messages": [big_card, *small]}, None) is None  # type: ignore[arg-type]
     assert mw.organic_messages([big_card, *small]) == small
@@ -120,19 +120,19 @@ def test_the_card_is_not_measured(memory: AgentMemory) -> None:
 
 def test_message_token_and_fraction_triggers(memory: AgentMemory) -> None:
     msgs = conversation(3, size=10)  # 6 messages, ~150 tokens
-    by_count = AgentMemoryMiddleware(memory, thread_id="a", trigger=("messages", 6))
+    by_count = AgentMemoryMiddleware(memory, llm=None, thread_id="a", trigger=("messages", 6))
     assert by_count.should_compact(msgs) and not by_count.should_compact(msgs[:5])
-    by_tokens = AgentMemoryMiddleware(memory, thread_id="a", trigger=("tokens", 100))
+    by_tokens = AgentMemoryMiddleware(memory, llm=None, thread_id="a", trigger=("tokens", 100))
     assert by_tokens.should_compact(msgs) and not by_tokens.should_compact(msgs[:2])
     model = ScriptedChatModel(profile={"max_input_tokens": 1000})
-    by_fraction = AgentMemoryMiddleware(memory, thread_id="a", trigger=("fraction", 0.1), model=model)
+    by_fraction = AgentMemoryMiddleware(memory, llm=None, thread_id="a", trigger=("fraction", 0.1), model=model)
     assert by_fraction.max_input_tokens == 1000
     assert by_fraction.should_compact(msgs) and not by_fraction.should_compact(msgs[:2])
-    both = AgentMemoryMiddleware(memory, thread_id="a", trigger={"messages": 6, "tokens": 10_000})  # AND
+    both = AgentMemoryMiddleware(memory, llm=None, thread_id="a", trigger={"messages": 6, "tokens": 10_000})  # AND
     assert not both.should_compact(msgs)
-    either = AgentMemoryMiddleware(memory, thread_id="a", trigger=[("messages", 100), ("tokens", 100)])  # OR
+    either = AgentMemoryMiddleware(memory, llm=None, thread_id="a", trigger=[("messages", 100), ("tokens", 100)])  # OR
     assert either.should_compact(msgs)
-    never = AgentMemoryMiddleware(memory, thread_id="a", trigger=None)
+    never = AgentMemoryMiddleware(memory, llm=None, thread_id="a", trigger=None)
     assert not never.should_compact(msgs * 10)
 
 
@@ -156,12 +156,12 @@ def test_message_token_and_fraction_triggers(memory: AgentMemory) -> None:
 )
 def test_bad_options_raise_invalid_argument_naming_it(memory: AgentMemory, kwargs: dict[str, Any], argument: str) -> None:
     with pytest.raises(InvalidArgument) as err:
-        AgentMemoryMiddleware(memory, **kwargs)
+        AgentMemoryMiddleware(memory, llm=None, **kwargs)
     assert err.value.argument == argument
 
 
 def test_a_run_without_thread_is_refused(memory: AgentMemory) -> None:
-    agent = create_agent(model=ScriptedChatModel(respond=lambda p: "ok"), tools=[], middleware=[AgentMemoryMiddleware(memory)])
+    agent = create_agent(model=ScriptedChatModel(respond=lambda p: "ok"), tools=[], middleware=[AgentMemoryMiddleware(memory, llm=None)])
     with pytest.raises(InvalidArgument) as err:
         agent.invoke({"messages": [{"role": "user", "content": "hi"}]})
     assert err.value.argument == "thread_id"
@@ -171,7 +171,7 @@ def test_a_run_without_thread_is_refused(memory: AgentMemory) -> None:
 def test_external_tail_is_one_card_plus_the_last_n_raw_messages(memory: AgentMemory) -> None:
     msgs = conversation(4)
     msgs.append(HumanMessage(content="final question about turn zero", id="hq"))
-    mw = AgentMemoryMiddleware(memory, thread_id="ext", trigger=("messages", 5), keep=("messages", 3))
+    mw = AgentMemoryMiddleware(memory, llm=None, thread_id="ext", trigger=("messages", 5), keep=("messages", 3))
     update = mw.before_model({"messages": msgs}, None)  # type: ignore[arg-type]
     assert update is not None
     assert isinstance(update["messages"][0], RemoveMessage)
@@ -189,7 +189,7 @@ def test_external_tail_is_one_card_plus_the_last_n_raw_messages(memory: AgentMem
 def test_self_contained_card_holds_the_tail(memory: AgentMemory) -> None:
     msgs = conversation(4)
     msgs.append(HumanMessage(content="final question", id="hq"))
-    mw = AgentMemoryMiddleware(memory, thread_id="self", trigger=("messages", 5), keep=("messages", 3), pattern="self_contained")
+    mw = AgentMemoryMiddleware(memory, llm=None, thread_id="self", trigger=("messages", 5), keep=("messages", 3), pattern="self_contained")
     new = apply(mw.before_model({"messages": msgs}, None), msgs)  # type: ignore[arg-type]
     assert len(new) == 1 and is_card(new[0])
     card = message_text(new[0])
@@ -199,7 +199,7 @@ def test_self_contained_card_holds_the_tail(memory: AgentMemory) -> None:
 
 
 def test_recompaction_replaces_the_previous_card(memory: AgentMemory) -> None:
-    mw = AgentMemoryMiddleware(memory, thread_id="again", trigger=("messages", 4), keep=("messages", 2))
+    mw = AgentMemoryMiddleware(memory, llm=None, thread_id="again", trigger=("messages", 4), keep=("messages", 2))
     state = conversation(2)
     state = apply(mw.before_model({"messages": state}, None), state)  # type: ignore[arg-type]
     assert sum(is_card(m) for m in state) == 1
@@ -212,7 +212,7 @@ def test_recompaction_replaces_the_previous_card(memory: AgentMemory) -> None:
 
 def test_system_messages_in_the_cut_part_are_kept(memory: AgentMemory) -> None:
     msgs = [SystemMessage(content="You are terse.", id="sys"), *conversation(3)]
-    mw = AgentMemoryMiddleware(memory, thread_id="sys", trigger=("messages", 3), keep=("messages", 2))
+    mw = AgentMemoryMiddleware(memory, llm=None, thread_id="sys", trigger=("messages", 3), keep=("messages", 2))
     new = apply(mw.before_model({"messages": msgs}, None), msgs)  # type: ignore[arg-type]
     assert isinstance(new[0], SystemMessage) and is_card(new[1]) and new[2:] == msgs[-2:]
 
@@ -231,7 +231,7 @@ def tool_history() -> list[BaseMessage]:
 @pytest.mark.parametrize("keep", [1, 2, 3])
 def test_a_tool_call_is_never_separated_from_its_results(memory: AgentMemory, keep: int) -> None:
     msgs = tool_history()
-    mw = AgentMemoryMiddleware(memory, thread_id=f"tools{keep}", trigger=("messages", 2), keep=("messages", keep))
+    mw = AgentMemoryMiddleware(memory, llm=None, thread_id=f"tools{keep}", trigger=("messages", 2), keep=("messages", keep))
     cut = mw.cutoff_index(msgs)
     assert msgs[cut].id == "hq"  # back past the tool call to the newest human turn
     new = apply(mw.before_model({"messages": msgs}, None), msgs)  # type: ignore[arg-type]
@@ -240,7 +240,7 @@ def test_a_tool_call_is_never_separated_from_its_results(memory: AgentMemory, ke
 
 def test_self_contained_keeps_trailing_tool_traffic_raw(memory: AgentMemory) -> None:
     msgs = tool_history()
-    mw = AgentMemoryMiddleware(memory, thread_id="tools-self", trigger=("messages", 2), keep=("messages", 1), pattern="self_contained")
+    mw = AgentMemoryMiddleware(memory, llm=None, thread_id="tools-self", trigger=("messages", 2), keep=("messages", 1), pattern="self_contained")
     new = apply(mw.before_model({"messages": msgs}, None), msgs)  # type: ignore[arg-type]
     assert is_card(new[0]) and "where is bob?" in message_text(new[0]).split("<recent_messages>")[1]
     assert [m.id for m in new[1:]] == ["call", "r1", "r2"]
@@ -249,7 +249,7 @@ def test_self_contained_keeps_trailing_tool_traffic_raw(memory: AgentMemory) -> 
 def test_the_newest_human_message_is_never_dropped(memory: AgentMemory) -> None:
     long_question = HumanMessage(content="please remember " + "detail " * 300, id="hq")
     msgs = [*conversation(2), long_question, AIMessage(content="ok", id="ok")]
-    mw = AgentMemoryMiddleware(memory, thread_id="newest", trigger=("tokens", 50), keep=("tokens", 5))
+    mw = AgentMemoryMiddleware(memory, llm=None, thread_id="newest", trigger=("tokens", 50), keep=("tokens", 5))
     new = apply(mw.before_model({"messages": msgs}, None), msgs)  # type: ignore[arg-type]
     assert [m.id for m in new[1:]] == ["hq", "ok"]
 
@@ -268,7 +268,7 @@ def test_tool_loop_in_an_agent_keeps_pairs_and_the_question(memory: AgentMemory)
         return "Sure. " + "words " * 30
 
     model = ScriptedChatModel(respond=respond)
-    mw = AgentMemoryMiddleware(memory, trigger=("messages", 3), keep=("messages", 1))
+    mw = AgentMemoryMiddleware(memory, llm=None, trigger=("messages", 3), keep=("messages", 1))
     agent = create_agent(model=model, tools=[where_is_bob], middleware=[mw], checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "loop"}}
     for text in ("hi, my name is bob", "tell me a story", "where is bob?"):
@@ -287,7 +287,7 @@ def test_tool_loop_in_an_agent_keeps_pairs_and_the_question(memory: AgentMemory)
 
 # ---- scope and async -------------------------------------------------------------------------------
 def test_one_agentmemory_thread_per_langgraph_thread(memory: AgentMemory) -> None:
-    mw = AgentMemoryMiddleware(memory, agent_id="poet", trigger=None)
+    mw = AgentMemoryMiddleware(memory, llm=None, agent_id="poet", trigger=None)
     agent = create_agent(model=ScriptedChatModel(respond=lambda p: "ok"), tools=[], middleware=[mw], checkpointer=InMemorySaver())
     agent.invoke({"messages": [{"role": "user", "content": "I'm Ann"}]}, {"configurable": {"thread_id": "ann-1", "user_id": "ann"}})
     agent.invoke({"messages": [{"role": "user", "content": "I'm Ben"}]}, {"configurable": {"thread_id": "ben-1", "user_id": "ben"}})
@@ -298,7 +298,7 @@ def test_one_agentmemory_thread_per_langgraph_thread(memory: AgentMemory) -> Non
 
 async def test_async_agent_compacts_and_persists(memory: AgentMemory) -> None:
     model = ScriptedChatModel(respond=lambda p: "Noted. " + "filler " * 20)
-    mw = AgentMemoryMiddleware(memory, trigger=("messages", 4), keep=("messages", 1))
+    mw = AgentMemoryMiddleware(memory, llm=None, trigger=("messages", 4), keep=("messages", 1))
     agent = create_agent(model=model, tools=[], middleware=[mw], checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "async-bob"}}
     for text in ("hi, my name is bob", "write a poem about cats", "now dogs", "what's my name?"):
@@ -325,7 +325,7 @@ RESTART_SCRIPT = textwrap.dedent(
     model = ScriptedChatModel(respond=lambda p: "Your name is Bob." if "name is bob" in "".join(
         message_text(m).lower() for m in p) and "my name?" in message_text(p[-1]) else f"A poem for {text}: " + "line " * 40)
     with SqliteSaver.from_conn_string(f"{folder}/checkpoints.sqlite") as saver:
-        middleware = AgentMemoryMiddleware(memory, user_id="bob", trigger=("messages", 4), keep=("messages", 2))
+        middleware = AgentMemoryMiddleware(memory, llm=None, user_id="bob", trigger=("messages", 4), keep=("messages", 2))
         agent = create_agent(model=model, tools=[], middleware=[middleware], checkpointer=saver)
         for text in texts:
             result = agent.invoke({"messages": [{"role": "user", "content": text}]}, {"configurable": {"thread_id": "1"}})

@@ -87,7 +87,7 @@ def bob_model(prompt: list[BaseMessage]) -> str:
 def test_maya_is_answered_from_a_compacted_prompt(memory: AgentMemory, pattern: str) -> None:
     model = ScriptedChatModel(respond=maya_model)
     middleware = AgentMemoryMiddleware(
-        memory, thread_id="langgraph_short_term_demo", user_id="user_123", agent_id="assistant_456",
+        memory, llm=None, thread_id="langgraph_short_term_demo", user_id="user_123", agent_id="assistant_456",
         memory_extraction_config={"context_summary_update_frequency": 4},
         trigger=("tokens", 50), keep=("messages", 1), pattern=pattern,  # compaction forced by a small trigger
     )
@@ -139,7 +139,7 @@ def run_bob(middleware: Any) -> tuple[ScriptedChatModel, str]:
 
 
 def test_bob_keeps_his_name_after_compaction(memory: AgentMemory) -> None:
-    ours = AgentMemoryMiddleware(memory, user_id="bob", trigger=("messages", 5), keep=("messages", 3))
+    ours = AgentMemoryMiddleware(memory, llm=None, user_id="bob", trigger=("messages", 5), keep=("messages", 3))
     model, answer = run_bob(ours)
     final = model.prompts[-1]
     card = message_text(final[0])
@@ -156,7 +156,7 @@ def test_comparison_with_langchain_summarization_middleware(memory: AgentMemory,
     summary_model = FakeListChatModel(responses=SEED_SUMMARIES)
     theirs_mw = SummarizationMiddleware(model=summary_model, trigger=("messages", 5), keep=("messages", 3))
     theirs_model, theirs_answer = run_bob(theirs_mw)
-    ours_mw = AgentMemoryMiddleware(memory, user_id="bob", trigger=("messages", 5), keep=("messages", 3))
+    ours_mw = AgentMemoryMiddleware(memory, llm=None, user_id="bob", trigger=("messages", 5), keep=("messages", 3))
     ours_model, ours_answer = run_bob(ours_mw)
 
     theirs_prompt = prompt_text(theirs_model.prompts[-1])

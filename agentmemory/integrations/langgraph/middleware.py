@@ -14,7 +14,11 @@ The production version of the middleware in the LangGraph short-term-memory guid
   (``except_last_messages=N, max_recent_messages=0`` and the last N raw messages after the card)
   or the self-contained pattern (``max_recent_messages=N``: the tail lives inside the card);
 - a cut never separates an AI tool call from its tool results and never drops the newest human
-  message.
+  message;
+- memories are extracted and summaries written by the agent's own chat model when the memory has
+  no LLM of its own (``llm="agent"``, the default);
+- with ``opentelemetry-api`` installed, each hook is an ``agentmemory.middleware.<hook>`` span
+  in the agent's trace, over the spans of the memory work it does.
 """
 
 from __future__ import annotations
@@ -32,10 +36,12 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 
+from ... import observability
 from ...client import AgentMemory
 from ...config import MemoryExtractionConfig
 from ...effects import Call, Op, run_async, run_sync
 from ...errors import Conflict, InvalidArgument, NotFound
+from ...llm.base import Llm, as_llm
 from ...records import Record, RecordType
 from ...spi import RecordFilter
 from ...thread import Thread
@@ -66,6 +72,9 @@ ContextSize = tuple[str, float]
 Trigger = ContextSize | Mapping[str, float] | Sequence[ContextSize | Mapping[str, float]] | None
 """One threshold (tuple), an AND of thresholds (mapping) or an OR of those (list); None = never."""
 Pattern = Literal["external_tail", "self_contained"]
+DEFER_EXTRACTION = {"extract_memories": False, "enable_context_summary": False}
+"""The per-call config of turns written before the agent's model is known (``llm="agent"``):
+they are extracted, with the later turns, once it is."""
 
 
 def message_text(message: BaseMessage | Any) -> str:
@@ -163,6 +172,8 @@ class _Io:
     """The few agentmemory calls the middleware makes, as sync methods and ``a``-prefixed async
     twins, so the middleware's logic is written once and driven by ``run_sync``/``run_async``."""
 
+    trace_name = "middleware"
+
     def __init__(self, memory: AgentMemory, config: MemoryExtractionConfig | None) -> None:
         self.memory = memory
         self.config = config
@@ -218,23 +229,23 @@ class _Io:
             for t in turns
         ]
 
-    def add(self, thread: Thread, turns: Sequence[_Turn]) -> None:
+    def add(self, thread: Thread, turns: Sequence[_Turn], call: Mapping[str, Any] | None = None) -> None:
         try:
-            thread.add_messages(self._batch(turns))
+            thread.add_messages(self._batch(turns), memory_extraction_config=call)
         except Conflict:  # another worker wrote some of them first: add the rest once
             known = {r.record_id for r in self.stored(thread, [t.record_id for t in turns])}
             rest = [t for t in turns if t.record_id not in known]
             if rest:
-                thread.add_messages(self._batch(rest))
+                thread.add_messages(self._batch(rest), memory_extraction_config=call)
 
-    async def aadd(self, thread: Thread, turns: Sequence[_Turn]) -> None:
+    async def aadd(self, thread: Thread, turns: Sequence[_Turn], call: Mapping[str, Any] | None = None) -> None:
         try:
-            await thread.add_messages_async(self._batch(turns))
+            await thread.add_messages_async(self._batch(turns), memory_extraction_config=call)
         except Conflict:
             known = {r.record_id for r in await self.astored(thread, [t.record_id for t in turns])}
             rest = [t for t in turns if t.record_id not in known]
             if rest:
-                await thread.add_messages_async(self._batch(rest))
+                await thread.add_messages_async(self._batch(rest), memory_extraction_config=call)
 
     def card(self, thread: Thread, options: dict[str, Any]) -> str:
         return thread.get_context_card(**options).content
@@ -259,6 +270,12 @@ class AgentMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ``"external_tail"`` (card, then the raw tail: prompt-cache friendly) or ``"self_contained"``
     (the tail's turns rendered inside the card). ``card_options``: further
     ``get_context_card`` arguments (``max_relevant_results``, ``min_relevant_results_by_type``, …).
+
+    ``llm``: the model that extracts memories and writes summaries for the middleware's threads
+    when the memory has no ``llm`` of its own. ``"agent"`` (default): the agent's own chat model
+    — ``model`` when given, else the model the agent calls (turns written before its first call
+    are extracted with the next ones); a LangChain chat model or an agentmemory ``Llm``: that
+    one; None: none (the memory's rule-based extractor and offline summary).
     """
 
     def __init__(
@@ -278,6 +295,7 @@ class AgentMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         card_options: Mapping[str, Any] | None = None,
         card_message_name: str = CARD_MESSAGE_NAME,
         empty_card_text: str = EMPTY_CARD,
+        llm: Any = "agent",
     ) -> None:
         super().__init__()
         if not isinstance(memory, AgentMemory):
@@ -328,6 +346,10 @@ class AgentMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.empty_card_text = empty_card_text
         config = None if memory_extraction_config is None else MemoryExtractionConfig.from_any(memory_extraction_config)
         self._io = _Io(memory, config)
+        if isinstance(llm, str) and llm != "agent":
+            raise InvalidArgument("llm", f"must be 'agent', None, a LangChain chat model or an Llm, got {llm!r}")
+        self.llm_choice: Any = llm if isinstance(llm, str) or llm is None else as_llm(llm)
+        self._agent_llm: Any = as_llm(model) if llm == "agent" and model is not None else None
         self._threads: dict[str, Thread] = {}
         self._known: set[str] = set()
         self._lock = threading.Lock()
@@ -346,21 +368,59 @@ class AgentMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     # ---- the hooks ------------------------------------------------------------------------
     def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Persist new turns; compact the history when the organic prompt passes the trigger."""
-        return run_sync(self._before_model_op(list(state["messages"]), self._scope(runtime)))
+        scope = self._scope(runtime)
+        with observability.span("agentmemory.middleware.before_model", **{"agentmemory.thread_id": scope.thread_id}) as span:
+            update = run_sync(self._before_model_op(list(state["messages"]), scope))
+            _mark(span, update)
+            return update
 
     async def abefore_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Async ``before_model``."""
-        return await run_async(self._before_model_op(list(state["messages"]), self._scope(runtime)))
+        scope = self._scope(runtime)
+        with observability.span("agentmemory.middleware.before_model", **{"agentmemory.thread_id": scope.thread_id}) as span:
+            update = await run_async(self._before_model_op(list(state["messages"]), scope))
+            _mark(span, update)
+            return update
+
+    def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        """Learn the agent's model (``llm="agent"``), then call it unchanged."""
+        self._see_model(request.model)
+        return handler(request)
+
+    async def awrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        """Async ``wrap_model_call``."""
+        self._see_model(request.model)
+        return await handler(request)
 
     def after_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Persist the model's reply at once (the next ``before_model`` would otherwise)."""
-        run_sync(self._persist_op(list(state["messages"]), self._scope(runtime)))
+        scope = self._scope(runtime)
+        with observability.span("agentmemory.middleware.after_model", **{"agentmemory.thread_id": scope.thread_id}):
+            run_sync(self._persist_op(list(state["messages"]), scope))
         return None
 
     async def aafter_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Async ``after_model``."""
-        await run_async(self._persist_op(list(state["messages"]), self._scope(runtime)))
+        scope = self._scope(runtime)
+        with observability.span("agentmemory.middleware.after_model", **{"agentmemory.thread_id": scope.thread_id}):
+            await run_async(self._persist_op(list(state["messages"]), scope))
         return None
+
+    # ---- the model that extracts ----------------------------------------------------------
+    def _see_model(self, model: Any) -> None:
+        if self.llm_choice == "agent" and self._agent_llm is None and model is not None:
+            self._agent_llm = as_llm(model)
+
+    @property
+    def memory_llm(self) -> Llm | Any:
+        """The LLM the middleware gives its threads: None leaves them to the memory's own."""
+        if self.memory.llm is not None or self.llm_choice is None:
+            return None
+        return self._agent_llm if self.llm_choice == "agent" else self.llm_choice
+
+    @property
+    def _waiting_for_agent_model(self) -> bool:
+        return self.llm_choice == "agent" and self.memory.llm is None and self._agent_llm is None
 
     # ---- scope ----------------------------------------------------------------------------
     def _scope(self, runtime: Runtime[Any] | None) -> _Scope:
@@ -396,6 +456,8 @@ class AgentMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if thread is None:
             thread = yield Call(self._io, "thread", (scope,))
             self._threads[scope.thread_id] = thread
+        if thread.llm is None:
+            thread.llm = self.memory_llm
         return thread
 
     # ---- persistence ----------------------------------------------------------------------
@@ -426,7 +488,7 @@ class AgentMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         present = {r.record_id for r in stored}
         todo = [t for t in fresh if t.record_id not in present]
         if todo:
-            yield Call(self._io, "add", (thread, todo))
+            yield Call(self._io, "add", (thread, todo, DEFER_EXTRACTION if self._waiting_for_agent_model else None))
         with self._lock:
             if len(self._known) > _KNOWN_CACHE_LIMIT:  # only a cache: the store is the truth
                 self._known.clear()
@@ -525,6 +587,12 @@ class AgentMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         text: str = yield Call(self._io, "card", (thread, options))
         systems = [m for m in dropped if isinstance(m, SystemMessage)]
         return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *systems, self._card_message(text), *raw]}
+
+
+def _mark(span: Any, update: dict[str, Any] | None) -> None:
+    """Record on the hook's span whether it compacted the history."""
+    if span is not None and span.is_recording():
+        span.set_attribute("agentmemory.compacted", update is not None)
 
 
 def _safe_cutoff(messages: Sequence[BaseMessage], cut: int) -> int:
