@@ -57,7 +57,10 @@ class MemoryExtractionConfig(BaseModel):
     call → thread → client → default, and ``DEFAULTS`` holds the defaults.
     ``memory_link_extraction_mode`` and ``context_summary_update_mode`` decide how many LLM calls
     a turn costs: both ``DURING_EXTRACTION`` (the defaults) make one call per ``add_messages``;
-    ``SEPARATE_LLM_CALLS`` sets both back to separate calls.
+    ``SEPARATE_LLM_CALLS`` sets both back to separate calls. In ``DURING_EXTRACTION`` linking,
+    ``memory_link_extraction_custom_instructions`` go into the extraction prompt, which
+    ``memory_extraction_token_limit`` caps (``memory_link_extraction_token_limit`` caps the
+    separate link call only).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)

@@ -17,7 +17,8 @@ thread per session, one user; facts planted among small talk, some of them updat
 Tokens are counted with the ``cl100k_base`` tokenizer (bpe-openai, offline) on what was sent and
 answered: prompt tokens = every message's content plus OpenAI's chat framing (4 per message, 3 per
 reply) plus the ``response_format`` (a JSON schema is sent with every structured call and
-providers bill it as input); completion tokens = the answer's content.
+providers bill it as input); completion tokens = the answer's content. Record ids are random and tokenise
+to slightly different lengths, so prompt tokens move by under 1% between runs; calls do not.
 
 The scripted model answers as a model following the prompt would, the same way in every layout:
 one fact per user message that states something about the user (the conversation generator
