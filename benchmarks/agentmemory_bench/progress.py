@@ -1,11 +1,15 @@
-"""A dependency-free progress bar on stderr (a single redrawn line on a terminal, sparse lines
-otherwise, nothing when disabled)."""
+"""Progress on stderr through Rich: a live bar on a terminal, sparse plain lines otherwise (CI
+logs, pipes), nothing when disabled (``--quiet``)."""
 
 from __future__ import annotations
 
 import sys
 import time
 from typing import TextIO
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as RichProgress
 
 
 class Progress:
@@ -18,54 +22,60 @@ class Progress:
         self.label = label
         self.total = max(int(total), 1)
         self.done = 0
-        self.stream = stream or sys.stderr
         self.width = width
+        self.console = Console(file=stream or sys.stderr, highlight=False, soft_wrap=True)
         self.start = time.perf_counter()
-        self._last_draw = 0.0
-        self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self._last_pct = -1
+        self._bar: RichProgress | None = None
+        self._task: TaskID | None = None
+        self._last_quarter = -1
         self._last_done = -1
 
     def __enter__(self) -> Progress:
-        self._draw(force=True)
+        if not Progress.enabled:
+            return self
+        if self.console.is_terminal:
+            self._bar = RichProgress(
+                TextColumn("{task.description:<34}"),
+                BarColumn(bar_width=self.width),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=self.console,
+                refresh_per_second=10,
+            )
+            self._bar.start()
+            self._task = self._bar.add_task(self.label, total=self.total)
+        else:
+            self._line(force=True)
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.done = min(self.done, self.total)
-        self._draw(force=True, final=True)
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, completed=self.done)
+            self._bar.stop()
+            self._bar = None
+        elif Progress.enabled:
+            self._line(force=True)
 
     def advance(self, step: int = 1) -> None:
-        """Count ``step`` more units done and redraw at most ~10 times a second."""
+        """Count ``step`` more units done."""
         self.done += step
-        self._draw()
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, completed=min(self.done, self.total))
+        elif Progress.enabled:
+            self._line()
 
-    def _draw(self, *, force: bool = False, final: bool = False) -> None:
-        if not Progress.enabled:
+    def _line(self, *, force: bool = False) -> None:
+        """Plain logs: a line at the start, at each quarter and at the end."""
+        quarter = min(self.done / self.total, 1.0) * 100 // 25
+        if self.done == self._last_done or not (force or quarter != self._last_quarter):
             return
-        now = time.perf_counter()
-        frac = min(self.done / self.total, 1.0)
-        pct = int(frac * 100)
-        if self._tty:
-            if not force and now - self._last_draw < 0.1:
-                return
-        elif self.done == self._last_done or not (force or pct // 25 != self._last_pct // 25):
-            return  # plain logs: a line at start, at each quarter and at the end
-        self._last_draw = now
-        self._last_pct = pct
-        self._last_done = self.done
-        filled = int(frac * self.width)
-        bar = "#" * filled + "-" * (self.width - filled)
-        elapsed = now - self.start
-        line = f"{self.label:<34} [{bar}] {self.done}/{self.total} {elapsed:6.1f}s"
-        if self._tty:
-            self.stream.write("\r" + line + ("\n" if final else ""))
-        else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
+        self._last_quarter, self._last_done = int(quarter), self.done
+        elapsed = time.perf_counter() - self.start
+        self.console.print(f"{self.label:<34} {self.done}/{self.total} {elapsed:6.1f}s", markup=False)
 
 
 def note(message: str) -> None:
     """A one-line status message on stderr (silent with ``--quiet``)."""
     if Progress.enabled:
-        sys.stderr.write(message + "\n")
-        sys.stderr.flush()
+        Console(file=sys.stderr, highlight=False, soft_wrap=True).print(message, markup=False)
