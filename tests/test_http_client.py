@@ -23,19 +23,13 @@ from agentmemory.testing import ScriptedServer
 Q = [{"role": "user", "content": "q"}]
 
 
-@pytest.fixture(scope="module")
-def shared_server() -> Iterator[ScriptedServer]:
-    srv = ScriptedServer()
-    yield srv
-    srv.close()
-
-
 @pytest.fixture
-def server(shared_server: ScriptedServer) -> Iterator[ScriptedServer]:
-    shared_server.chat = None
-    shared_server.embed = None
-    shared_server.requests.clear()
-    yield shared_server
+def server(server: ScriptedServer) -> Iterator[ScriptedServer]:
+    """The module's scripted server (conftest), reset for each test."""
+    server.chat = None
+    server.embed = None
+    server.requests.clear()
+    yield server
 
 
 def make_llm(server: ScriptedServer, **kwargs: Any) -> OpenAICompatibleLlm:

@@ -11,8 +11,9 @@ the async paths through ``ainvoke`` / ``aembed_*``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -58,6 +59,18 @@ def usage_of(message: Any) -> dict[str, int]:
     meta = getattr(message, "usage_metadata", None) or {}
     names = {"input_tokens": "prompt_tokens", "output_tokens": "completion_tokens", "total_tokens": "total_tokens"}
     return {ours: int(meta[theirs]) for theirs, ours in names.items() if isinstance(meta.get(theirs), int)}
+
+
+@contextlib.contextmanager
+def provider_errors(who: str) -> Iterator[None]:
+    """A provider's own exception types (``openai.APIError``, ``botocore`` errors, …) as one
+    ``ModelError`` naming ``who``, the cause kept; agentmemory's typed errors pass unchanged."""
+    try:
+        yield
+    except (ModelError, InvalidArgument):
+        raise
+    except Exception as exc:
+        raise ModelError(f"{who} failed: {type(exc).__name__}: {exc}") from exc
 
 
 class LangChainLlm(Llm):
@@ -143,12 +156,8 @@ class LangChainLlm(Llm):
         response_json_schema: Mapping[str, Any] | None = None,
     ) -> LlmResult:
         runnable, prompt = self._prepare(messages, response_json_schema)
-        try:
+        with provider_errors(repr(self)):
             answer = runnable.invoke(prompt)
-        except (ModelError, InvalidArgument):
-            raise
-        except Exception as exc:  # the provider's own error types: one typed error for the pipeline
-            raise ModelError(f"{self!r} failed: {type(exc).__name__}: {exc}") from exc
         return self._result(answer, response_json_schema)
 
     async def agenerate(
@@ -159,12 +168,8 @@ class LangChainLlm(Llm):
     ) -> LlmResult:
         """Native async ``generate`` through ``ainvoke``."""
         runnable, prompt = self._prepare(messages, response_json_schema)
-        try:
+        with provider_errors(repr(self)):
             answer = await runnable.ainvoke(prompt)
-        except (ModelError, InvalidArgument):
-            raise
-        except Exception as exc:
-            raise ModelError(f"{self!r} failed: {type(exc).__name__}: {exc}") from exc
         return self._result(answer, response_json_schema)
 
 
@@ -188,26 +193,17 @@ class LangChainEmbedder(Embedder):
         self.model = model_name(embeddings)
         self.max_input_tokens = max_input_tokens
         if dimension is None:
-            probe = self._checked_call(lambda: [embeddings.embed_query("dimension probe")])
+            with provider_errors(f"{self.model!r} embeddings"):
+                probe = embeddings.embed_query("dimension probe")
             dimension = int(np.asarray(probe, dtype=np.float32).shape[-1])
         self.dimension = dimension
 
     def __repr__(self) -> str:
         return f"LangChainEmbedder({type(self.embeddings).__name__}, model={self.model!r}, dimension={self.dimension})"
 
-    def _checked_call(self, call: Any) -> Any:
-        try:
-            return call()
-        except (ModelError, InvalidArgument):
-            raise
-        except Exception as exc:
-            raise ModelError(f"{self.model!r} embeddings failed: {type(exc).__name__}: {exc}") from exc
-
     def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:
-        if is_query:
-            rows = self._checked_call(lambda: [self.embeddings.embed_query(t) for t in texts])
-        else:
-            rows = self._checked_call(lambda: self.embeddings.embed_documents(texts))
+        with provider_errors(f"{self.model!r} embeddings"):
+            rows: Any = [self.embeddings.embed_query(t) for t in texts] if is_query else self.embeddings.embed_documents(texts)
         return rows  # rows of floats, checked by Embedder._finish
 
     async def aembed(self, texts: Sequence[str], *, is_query: bool = False) -> np.ndarray:
@@ -215,13 +211,9 @@ class LangChainEmbedder(Embedder):
         items = list(texts)
         if not items:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        try:
+        with provider_errors(f"{self.model!r} embeddings"):
             if is_query:
                 rows: Any = await asyncio.gather(*(self.embeddings.aembed_query(t) for t in items))
             else:
                 rows = await self.embeddings.aembed_documents(items)
-        except (ModelError, InvalidArgument):
-            raise
-        except Exception as exc:
-            raise ModelError(f"{self.model!r} embeddings failed: {type(exc).__name__}: {exc}") from exc
         return self._finish(len(items), rows)
