@@ -215,11 +215,11 @@ def test_detection_leaves_agentmemory_objects_alone() -> None:
 
 # ---- langchain-openai against the scripted server ------------------------------------------------
 
-langchain_openai = pytest.importorskip("langchain_openai")
-
-
 @pytest.fixture(scope="module")
 def server() -> Iterator[ScriptedServer]:
+    """The scripted server answering any agentmemory schema (``langchain-openai`` required)."""
+    pytest.importorskip("langchain_openai")
+
     def chat(request: dict[str, Any]) -> Any:
         fmt = request.get("response_format") or {}
         if fmt.get("type") == "json_schema":
@@ -234,6 +234,8 @@ def server() -> Iterator[ScriptedServer]:
 
 
 def openai_models(server: ScriptedServer) -> tuple[Any, Any]:
+    import langchain_openai
+
     chat = langchain_openai.ChatOpenAI(model="scripted-chat", base_url=server.base_url, api_key="sk-test", max_retries=0)
     embeddings = langchain_openai.OpenAIEmbeddings(
         model="scripted-embed", base_url=server.base_url, api_key="sk-test", check_embedding_ctx_length=False, max_retries=0
