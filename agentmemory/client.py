@@ -36,6 +36,7 @@ from .records import (
 from .registry import default_embedder, resolve_store
 from .search import Reranker, build_query, parse_record_types, scope_value, search_op, statuses_for
 from .spi import ANY, MemoryStore, NewRecord, RecordFilter, RecordPatch, SchemaPolicy, WriteBatch
+from .tokens import TokenCounter, resolve_token_counter
 from .validation import (
     RESERVED_METADATA_KEY,
     validate_content,
@@ -109,6 +110,7 @@ class AgentMemory:
     ``store``: a ``MemoryStore`` instance, a URI (``duckdb:///path.db``, ``memory://``) or None
     for the embedded default (``AGENTMEMORY_STORE``, else DuckDB at ``~/.agentmemory/memory.duckdb``,
     else the in-process store). ``embedder``: defaults to the bundled local model.
+    ``token_counter``: what budgets count in (see ``agentmemory.tokens``).
     """
 
     def __init__(
@@ -125,6 +127,7 @@ class AgentMemory:
         rerankers: Sequence[Reranker | str] = (),
         extractor: Any = None,
         card_renderer: Any = "xml",
+        token_counter: TokenCounter | str | None = None,
     ) -> None:
         try:
             policy = SchemaPolicy(schema_policy)
@@ -149,6 +152,10 @@ class AgentMemory:
         then the dates plugin; see ``agentmemory.extraction.base.ExtractorChain``)."""
         self.card_renderer = card_renderer
         """A registered card renderer name ("xml", "markdown") or a renderer object."""
+        self.token_counter: TokenCounter = resolve_token_counter(token_counter, self.llm, self.plugins)
+        """What every budget counts in (search, card, summary, extraction prompts): a registered
+        name ("estimate", "cl100k_base", "o200k_base"), a ``TokenCounter``, or by default the
+        LangChain model's own ``get_num_tokens`` when ``llm`` is one, else the estimate."""
         self._worker: Any = None
         self._worker_lock = threading.Lock()
         self.store.open(dimension=self.embedder.dimension, schema_policy=policy)

@@ -67,6 +67,14 @@ def agentmemory_register_card_renderers(register: Register) -> None:
     for an empty card."""
 
 
+@hookspec
+def agentmemory_register_token_counters(register: Register) -> None:
+    """Register token counters: ``register(name, factory)``; ``factory()`` returns an
+    ``agentmemory.tokens.TokenCounter`` (``count(text)``, ``truncate(text, budget)`` whose result
+    counts at most ``budget``), or raises ``BackendUnavailable`` when it cannot load here. Every
+    budget of a client that chose it (``AgentMemory(token_counter=name)``) counts with it."""
+
+
 HOOK_KINDS: dict[str, str] = {
     "backends": "agentmemory_register_backends",
     "embedders": "agentmemory_register_embedders",
@@ -74,6 +82,7 @@ HOOK_KINDS: dict[str, str] = {
     "rerankers": "agentmemory_register_rerankers",
     "extractors": "agentmemory_register_extractors",
     "card_renderers": "agentmemory_register_card_renderers",
+    "token_counters": "agentmemory_register_token_counters",
 }
 """Registry kind → the hook that fills it."""
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from .analysis import DEFAULT_LANGUAGE, Analyzer
 from .records import Record
-from .tokens import CHARS_PER_TOKEN, estimate_tokens
+from .tokens import CHARS_PER_TOKEN, EstimateCounter, TokenCounter, estimate_tokens
 
 MMR_LAMBDA = 0.7
 """Weight of salience against redundancy in the greedy pick (1.0 ignores redundancy)."""
@@ -131,9 +131,11 @@ def _clip_to_budget(text: str, budget: int) -> str:
     return cut.rstrip() + "…"
 
 
-def extractive_summary(messages: Sequence[Record], token_budget: int) -> str:
+def extractive_summary(messages: Sequence[Record], token_budget: int, counter: TokenCounter | None = None) -> str:
     """Salient, non-redundant sentences of ``messages`` in chronological order, as ``role: text``
-    lines (one per message), within ``token_budget`` tokens. Empty input or budget → ``""``."""
+    lines (one per message), within ``token_budget`` tokens of ``counter`` (default: the
+    estimate). Empty input or budget → ``""``."""
+    count = estimate_tokens if counter is None or isinstance(counter, EstimateCounter) else counter.count
     if token_budget <= 0:
         return ""
     sentences = _split(messages)
@@ -153,7 +155,7 @@ def extractive_summary(messages: Sequence[Record], token_budget: int) -> str:
         text = sentences[best].text.lower()
         if redundancy[best] >= DUPLICATE_SIMILARITY or text in seen_texts:
             continue
-        if estimate_tokens(_render(sentences, [*picked, best])) <= token_budget:
+        if count(_render(sentences, [*picked, best])) <= token_budget:
             picked.append(best)
             seen_texts.add(text)
             redundancy = np.maximum(redundancy, similarity[best])
@@ -161,5 +163,9 @@ def extractive_summary(messages: Sequence[Record], token_budget: int) -> str:
         if not any(s.terms for s in sentences):
             return ""
         top = sentences[int(np.argmax(salience))]
-        return _clip_to_budget(f"{top.role}: {top.text}", token_budget)
+        line = f"{top.role}: {top.text}"
+        if count is estimate_tokens:
+            return _clip_to_budget(line, token_budget)
+        assert counter is not None
+        return counter.truncate(line, token_budget)
     return _render(sentences, picked)

@@ -34,6 +34,7 @@ class LlmExtractor(Extractor):
             context.token_limit,
             link_custom_instructions=context.link_custom_instructions,
             update_summary=context.update_summary,
+            counter=context.token_counter,
         )
         answer: ExtractionOutput | ExtractionWithSummaryOutput
         if context.update_summary:

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from ..records import Record
+from ..tokens import EstimateCounter, TokenCounter
 
 MemoryKind = Literal["memory", "fact", "guideline", "preference"]
 LinkKind = Literal["supersedes", "refines", "duplicates", "supports", "contradicts"]
@@ -36,6 +37,8 @@ class ExtractionContext:
     """A summary update is due over exactly the new messages: an extractor that calls an LLM may
     fold it into its call and return it in ``ExtractionOutput.summary`` (``summary`` above is the
     previous one); others ignore it and the pipeline makes a separate summary call."""
+    token_counter: TokenCounter = field(default_factory=EstimateCounter)
+    """Counts ``token_limit`` (the client's counter)."""
     candidates: tuple[MemoryCandidate, ...] = ()
     """In a chain of extractors (``AgentMemory(extractor=[...])``): what the extractors before
     this one found, in order; empty for the first (or only) extractor."""

@@ -27,6 +27,7 @@ from ..errors import AgentMemoryError, InvalidArgument, ModelError
 from ..ids import new_id, summary_record_id
 from ..records import MEMORY_TYPES, Link, LinkType, Record, RecordStatus, RecordType, Summary
 from ..spi import NewRecord, Order, RecordFilter, RecordPatch, WriteBatch
+from ..tokens import EstimateCounter, TokenCounter
 from ..validation import RESERVED_METADATA_KEY, validate_metadata
 from . import prompts
 from .base import Extractor, ExtractorChain, structured_op
@@ -219,6 +220,7 @@ def extract_op(
         user_id=thread.user_id,
         agent_id=thread.agent_id,
         update_summary=update_summary and extractor.uses_llm,
+        token_counter=client.token_counter,
     )
     output: ExtractionOutput = yield from extractor.extract_op(context)
     folded = output.summary if context.update_summary else None
@@ -309,7 +311,8 @@ def post_link_op(
             candidates.update({c.record_id: c for c in found})
         if not candidates:
             continue
-        messages = prompts.link_messages(chunk, list(candidates.values()), cfg.memory_link_extraction_custom_instructions, cfg.memory_link_extraction_token_limit)
+        messages = prompts.link_messages(chunk, list(candidates.values()), cfg.memory_link_extraction_custom_instructions,
+                                         cfg.memory_link_extraction_token_limit, client.token_counter)
         output: LinkOutput = yield from structured_op(llm, messages, LinkOutput)
         chunk_ids = {r.record_id for r in chunk}
         now = client.now()
@@ -339,16 +342,20 @@ def stored_summary_op(client: AgentMemory, thread_id: str) -> Op[Summary | None]
     )
 
 
-def summarize_op(llm: Any, previous: str, messages: list[Record], token_limit: int) -> Op[SummaryOutput]:
-    """Ask the LLM for an updated summary and topics."""
-    output: SummaryOutput = yield from structured_op(llm, prompts.summary_messages(previous, messages, token_limit), SummaryOutput)
+def summarize_op(
+    llm: Any, previous: str, messages: list[Record], token_limit: int, counter: TokenCounter | None = None
+) -> Op[SummaryOutput]:
+    """Ask the LLM for an updated summary and topics (``token_limit`` counted by ``counter``,
+    default the estimate)."""
+    prompt = prompts.summary_messages(previous, messages, token_limit, counter or EstimateCounter())
+    output: SummaryOutput = yield from structured_op(llm, prompt, SummaryOutput)
     return output
 
 
 def update_summary_op(client: AgentMemory, thread: Thread, llm: Any, messages: list[Record], token_limit: int) -> Op[Summary]:
     """Fold ``messages`` into the stored summary (created on first use) with a summary call."""
     current = yield from stored_summary_op(client, thread.thread_id)
-    output = yield from summarize_op(llm, current.content if current else "", messages, token_limit)
+    output = yield from summarize_op(llm, current.content if current else "", messages, token_limit, client.token_counter)
     summary: Summary = yield from write_summary_op(client, thread, output, messages[-1].seq, current)
     return summary
 

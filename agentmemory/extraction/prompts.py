@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from ..formatting import element
 from ..records import Record
-from ..tokens import estimate_tokens, truncate_to_tokens
+from ..tokens import EstimateCounter, TokenCounter
 
 EXTRACTION_SYSTEM = """You maintain the long-term memory of an AI assistant.
 From the NEW messages of a conversation, extract durable memories worth remembering in later
@@ -71,15 +71,18 @@ def render_memories(memories: Sequence[Record]) -> str:
     )
 
 
-def fit_messages(messages: Sequence[Record], budget_tokens: int, reserved: int) -> list[Record]:
-    """Drop the oldest messages (never the newest) until the prompt fits ``budget_tokens``;
-    ``budget_tokens <= 0`` disables the cap."""
+_ESTIMATE = EstimateCounter()
+
+
+def fit_messages(messages: Sequence[Record], budget_tokens: int, reserved: int, counter: TokenCounter = _ESTIMATE) -> list[Record]:
+    """Drop the oldest messages (never the newest) until the prompt fits ``budget_tokens``
+    (counted by ``counter``); ``budget_tokens <= 0`` disables the cap."""
     if budget_tokens <= 0:
         return list(messages)
     kept: list[Record] = []
     used = reserved
     for msg in reversed(messages):
-        cost = estimate_tokens(msg.content) + 8
+        cost = counter.count(msg.content) + 8
         if kept and used + cost > budget_tokens:
             break
         kept.append(msg)
@@ -97,10 +100,11 @@ def extraction_messages(
     token_limit: int,
     link_custom_instructions: str | None = None,
     update_summary: bool = False,
+    counter: TokenCounter = _ESTIMATE,
 ) -> list[dict[str, str]]:
     """The chat messages of one extraction call; with ``during_links`` it also asks for links to
     the past memories (under ``link_custom_instructions``), with ``update_summary`` for the
-    running summary updated with the new messages."""
+    running summary updated with the new messages. ``token_limit`` is counted by ``counter``."""
     system = EXTRACTION_SYSTEM.format(
         link_rule=LINK_RULE_DURING if during_links else LINK_RULE_POST,
         link_hint=", or [{\"target_id\", \"link_type\"}] referring to past memory ids" if during_links else "",
@@ -116,16 +120,17 @@ def extraction_messages(
         context += f"<summary>{element('content', summary)}</summary>\n"
     if past:
         context += f"<past_memories>\n{render_memories(past)}\n</past_memories>\n"
-    reserved = estimate_tokens(system) + estimate_tokens(context) + 64
-    window = fit_messages(messages, token_limit, reserved)
+    reserved = counter.count(system) + counter.count(context) + 64
+    window = fit_messages(messages, token_limit, reserved, counter)
     user = f"{context}<conversation>\n{render_messages(window, new_ids)}\n</conversation>"
     if token_limit > 0:
-        user = truncate_to_tokens(user, max(token_limit - estimate_tokens(system), 256))
+        user = counter.truncate(user, max(token_limit - counter.count(system), 256))
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 def link_messages(
-    new: Sequence[Record], candidates: Sequence[Record], custom_instructions: str | None, token_limit: int
+    new: Sequence[Record], candidates: Sequence[Record], custom_instructions: str | None, token_limit: int,
+    counter: TokenCounter = _ESTIMATE,
 ) -> list[dict[str, str]]:
     """The chat messages of one post-extraction linking call."""
     system = LINK_SYSTEM
@@ -133,14 +138,16 @@ def link_messages(
         system += "\n\nLinking instructions:\n" + custom_instructions
     user = f"<new_memories>\n{render_memories(new)}\n</new_memories>\n<candidates>\n{render_memories(candidates)}\n</candidates>"
     if token_limit >= 1:
-        user = truncate_to_tokens(user, max(token_limit - estimate_tokens(system), 256))
+        user = counter.truncate(user, max(token_limit - counter.count(system), 256))
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def summary_messages(previous: str, messages: Sequence[Record], token_limit: int) -> list[dict[str, str]]:
+def summary_messages(
+    previous: str, messages: Sequence[Record], token_limit: int, counter: TokenCounter = _ESTIMATE
+) -> list[dict[str, str]]:
     """The chat messages of one summary update."""
     head = f"<previous_summary>{element('content', previous)}</previous_summary>\n" if previous else ""
-    reserved = estimate_tokens(SUMMARY_SYSTEM) + estimate_tokens(head) + 64
-    window = fit_messages(messages, token_limit, reserved)
+    reserved = counter.count(SUMMARY_SYSTEM) + counter.count(head) + 64
+    window = fit_messages(messages, token_limit, reserved, counter)
     user = f"{head}<new_messages>\n{render_messages(window)}\n</new_messages>"
     return [{"role": "system", "content": SUMMARY_SYSTEM}, {"role": "user", "content": user}]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -26,9 +27,12 @@ from ..embedders.base import Embedder
 from ..errors import InvalidArgument, ModelError
 from ..llm.base import Llm, LlmResult
 from ..llm.http import parse_json_text
+from ..tokens import CallableCounter, EstimateCounter, TokenCounter
 
 JSON_INSTRUCTION = "Answer with one JSON object, and nothing else, that matches this JSON schema:\n{schema}"
 """Appended as a system message when the model has no structured output of its own."""
+
+log = logging.getLogger(__name__)
 
 
 def model_name(model: Any) -> str:
@@ -92,6 +96,21 @@ class LangChainLlm(Llm):
         self.model = model_name(model)
         self.usage_total: dict[str, int] = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
         self._structured: dict[str, Runnable[Any, Any] | None] = {}
+
+    def token_counter(self) -> TokenCounter:
+        """The model's own ``get_num_tokens``: what the client's budgets count in by default.
+        The estimate when the runnable has none or it cannot count here (LangChain's fallback
+        tokenizer needs ``transformers`` and a download; a provider's may need its API): tried
+        once, and the reason logged."""
+        count = getattr(self.chat_model, "get_num_tokens", None)
+        if not callable(count):
+            return EstimateCounter()
+        try:
+            count("probe")
+        except Exception as exc:  # any provider's failure: counting must never break a budget
+            log.warning("%s cannot count tokens here (%s: %s); budgets use the estimate", self.model, type(exc).__name__, exc)
+            return EstimateCounter()
+        return CallableCounter(f"langchain:{self.model}", count)
 
     def __repr__(self) -> str:
         return f"LangChainLlm({type(self.chat_model).__name__}, model={self.model!r})"
