@@ -29,10 +29,13 @@ def estimate_tokens(text: str) -> int:
 
 
 def truncate_to_tokens(text: str, budget: int) -> str:
-    """Cut ``text`` so it fits ``budget`` estimated tokens, at a word boundary where one is near."""
-    limit = int(budget * CHARS_PER_TOKEN)
-    if len(text) <= limit:
+    """Cut ``text`` so it fits ``budget`` estimated tokens with its trailing ``…``, at a word
+    boundary where one is near (empty when not even the ellipsis fits)."""
+    if estimate_tokens(text) <= budget:
         return text
+    limit = int(budget * CHARS_PER_TOKEN) - 1  # one character for the ellipsis
+    if limit <= 0:
+        return ""
     return _word_cut(text[:limit], limit) + ELLIPSIS
 
 

@@ -1,0 +1,90 @@
+"""Token counters: the estimate, OpenAI encodings loaded offline, a LangChain model's own
+counter; cuts that fit their budget in the counter's own tokens; choosing one per client."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentmemory import AgentMemory, HashingEmbedder
+from agentmemory.errors import BackendUnavailable, InvalidArgument
+from agentmemory.tokens import (
+    CallableCounter,
+    EncodingCounter,
+    EstimateCounter,
+    TokenCounter,
+    estimate_tokens,
+    truncate_to_tokens,
+)
+
+bpe_openai = pytest.importorskip("bpe_openai", reason="agentmemory[tokenizers] (bpe-openai) is a test dependency")
+
+TEXTS = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=400) | st.sampled_from([
+    "def f(x):\n    return {'a': [1, 2, 3]}  # code counts more tokens per char",
+    "日本語のテキストは一文字が一トークン以上になることが多い",
+    "Ünïcødé àccents, emoji 🧠🧠🧠 and a long word: Donaudampfschifffahrtsgesellschaft",
+    "plain English prose with ordinary words that tokenise about four characters each " * 5,
+])
+
+
+def counters() -> list[TokenCounter]:
+    return [EstimateCounter(), EncodingCounter("cl100k_base"), EncodingCounter("o200k_base"),
+            CallableCounter("words", lambda text: len(text.split()))]
+
+
+def test_encoding_counter_counts_what_the_encoding_encodes() -> None:
+    enc = bpe_openai.get_encoding("cl100k_base")
+    counter = EncodingCounter("cl100k_base")
+    for text in ("hello world", "日本語", "<|endoftext|> is plain text here", ""):
+        assert counter.count(text) == len(enc.encode(text, disallowed_special=()))
+    code = "for (int i = 0; i < n; ++i) { total += values[i] * weights[i]; }"
+    assert counter.count(code) > estimate_tokens(code), "the estimate under-counts code: why a real counter matters"
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=TEXTS, budget=st.integers(0, 120))
+def test_truncate_fits_the_budget_in_each_counters_own_tokens(text: str, budget: int) -> None:
+    for counter in counters():
+        cut = counter.truncate(text, budget)
+        if counter.count(text) <= budget:
+            assert cut == text, f"{counter.name}: a text that fits is kept whole"
+        else:
+            assert counter.count(cut) <= budget, f"{counter.name}: {counter.count(cut)} > {budget}"
+            assert cut == "" or cut.endswith("…")
+            assert text.startswith(cut[:-1].rstrip()[:10])
+
+
+def test_estimate_counter_keeps_the_historic_cut() -> None:
+    text = "word " * 200
+    assert EstimateCounter().truncate(text, 50) == truncate_to_tokens(text, 50)
+    assert EstimateCounter().count(text) == estimate_tokens(text)
+
+
+def test_client_chooses_a_counter_by_name_or_object() -> None:
+    cfg: dict[str, Any] = {"extract_memories": False, "enable_context_summary": False}
+    with AgentMemory("memory://", embedder=HashingEmbedder(), memory_extraction_config=cfg) as memory:
+        assert memory.token_counter.name == "estimate"
+    with AgentMemory("memory://", embedder=HashingEmbedder(), token_counter="cl100k_base") as memory:
+        assert memory.token_counter.name == "cl100k_base"
+    words = CallableCounter("words", lambda text: len(text.split()))
+    with AgentMemory("memory://", embedder=HashingEmbedder(), token_counter=words) as memory:
+        assert memory.token_counter is words
+    with pytest.raises(InvalidArgument):
+        AgentMemory("memory://", embedder=HashingEmbedder(), token_counter=42)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument, match="no-such-counter"):
+        AgentMemory("memory://", embedder=HashingEmbedder(), token_counter="no-such-counter")
+
+
+def test_unloadable_encoding_is_a_clear_error() -> None:
+    with pytest.raises(BackendUnavailable, match="no_such_encoding"):
+        EncodingCounter("no_such_encoding")
+
+
+def test_registered_counters_are_listed() -> None:
+    from agentmemory.plugins import get_plugin_manager
+
+    report = get_plugin_manager().report()
+    assert {"estimate", "cl100k_base", "o200k_base"} <= set(report["token_counters"])
