@@ -267,6 +267,10 @@ class DuckDBStore(MemoryStore):
         self._memo: dict[tuple[Any, ...], Any] = {}
         """Reads that depend only on the stored rows, for the write clock ``_memo_clock`` (``_memoised``)."""
         self._memo_clock = -1
+        self._scopes: dict[str, _Scope] = {}
+        """Small scopes' vectors (``_scope``), for the write clock ``_memo_clock``, oldest first."""
+        self._rows: dict[str, tuple[Any, ...]] = {}
+        """Record rows read by searches (``_merge_with_rows``), for the write clock ``_memo_clock``."""
         self._ef_current: int | None = None
         self._loaded: set[str] = set()
         self._building = 0
@@ -516,6 +520,7 @@ class DuckDBStore(MemoryStore):
         self._kw = None
         self._kw_terms = {}
         self._memo, self._memo_clock = {}, -1
+        self._scopes, self._rows = {}, {}
         if not self._read_only:
             # snapshot tables a crash left behind (built, never made current)
             current = {s.table for s in (self._vidx, self._fts) if s is not None}
@@ -788,19 +793,27 @@ class DuckDBStore(MemoryStore):
             con = self._conn()
             vidx = self._vidx if self._vector_index else None
             full_rows: list[Any] | None = None
-            if vidx is None or vidx.rows == 0:
-                self.last_plan = SearchPlan("exact", -1)
+            scope: _Scope | None = None
+            unfiltered = is_unfiltered(filter)
+            matching = -1 if unfiltered else self._matching(con, where)
+            if matching == 0:
+                self.last_plan = SearchPlan("exact", 0)
+                return []
+            if 0 < matching <= self._exact_max_rows:
+                # a small scope (one user's or one thread's rows): its vectors are read once per
+                # write clock and every query on it is an in-process exact scan (``_scope``)
+                self.last_plan = SearchPlan("exact", matching)
+                scope = self._scope(con, where)
+                pairs = scope.nearest(unit(vector), k)
+            elif vidx is None or vidx.rows == 0:
+                self.last_plan = SearchPlan("exact", matching)
                 pairs = self._exact(con, q, dim, where, params, k)
             else:
-                if is_unfiltered(filter):
+                if unfiltered:
                     matching = self._n_vectors
-                else:
-                    (matching,) = con.execute(  # type: ignore[misc]
-                        f"SELECT count(*) FROM am_records r WHERE r.has_vec AND {where}", params
-                    ).fetchone()
-                if matching == 0:
-                    self.last_plan = SearchPlan("exact", 0)
-                    return []
+                    if matching == 0:
+                        self.last_plan = SearchPlan("exact", 0)
+                        return []
                 fetch = self._fetch_size(matching, vidx.rows, k)
                 pairs = []
                 if self._index_pays(matching, fetch, dim):
@@ -810,8 +823,41 @@ class DuckDBStore(MemoryStore):
                     self.last_plan = SearchPlan("exact", matching)
                 if full_rows is None:
                     pairs = self._exact_over_snapshot(con, vidx, q, dim, where, params, k)
-            rows = _merge_with_rows(con, pairs, full_rows or [], k, ascending=True)
+            rows = _merge_with_rows(con, pairs, full_rows or [], k, ascending=True, cache=self._row_cache(), scope=scope)
         return [Hit(record=decode_record(row), distance=float(row[-1])) for row in rows]
+
+    def _matching(self, con: duckdb.DuckDBPyConnection, where: str) -> int:
+        """Rows with a vector that ``where`` selects (the planner's input), memoised per write
+        clock: the card asks several queries in one scope."""
+        return int(self._memoised(("matching", where), lambda: con.execute(
+            f"SELECT count(*) FROM am_records r WHERE r.has_vec AND {where}"
+        ).fetchone()[0]))  # type: ignore[index]
+
+    def _scope(self, con: duckdb.DuckDBPyConnection, where: str) -> _Scope:
+        """The records and unit vectors of the (at most ``exact_max_rows``) rows ``where`` selects,
+        read from ``am_records`` (every live row, so no snapshot or stale list is involved) in
+        one Arrow fetch and kept for the write clock: the context card runs three queries, each
+        as vector and keyword search, in each of its scopes, and one statement serves them all.
+        At most ``_SCOPE_CACHE_ROWS`` rows are kept (oldest scopes dropped first)."""
+        self._sync_memo()
+        scope = self._scopes.get(where)
+        if scope is None:
+            table = con.execute(f"SELECT {_COLS}, r.ver, r.vec FROM am_records r WHERE r.has_vec AND {where}").fetch_arrow_table()
+            n = table.num_rows
+            matrix = table.column("vec").combine_chunks().flatten().to_numpy().astype(np.float32, copy=False).reshape(n, self.dimension)
+            scope = _Scope(table.column("rid").to_pylist(), table.column("ver").to_numpy(), matrix, table.select(range(_N_COLS)))
+            budget = max(_SCOPE_CACHE_ROWS, self._exact_max_rows)
+            while self._scopes and sum(len(s.rids) for s in self._scopes.values()) + n > budget:
+                del self._scopes[next(iter(self._scopes))]
+            self._scopes[where] = scope
+        return scope
+
+    def _row_cache(self) -> dict[str, tuple[Any, ...]]:
+        """Record rows already read by searches since the last write (bounded)."""
+        self._sync_memo()
+        if len(self._rows) > _ROW_CACHE_ROWS:
+            self._rows.clear()
+        return self._rows
 
     def _fetch_size(self, matching: int, indexed: int, k: int) -> int:
         """HNSW candidates to fetch so that about ``overfetch * k`` of them pass the filter
@@ -943,9 +989,7 @@ class DuckDBStore(MemoryStore):
                 indexed = kw.search(terms, filter, k, stale)
             # the delta's ids only: its rows are scored from cached term counts, and only the k
             # winners are read in full (by ``_merge_with_rows``)
-            delta_ids = [] if clean else [rid for (rid,) in con.execute(
-                f"SELECT r.rid FROM am_records r WHERE r.ver > {int(watermark)} AND r.has_vec AND {where}", params,
-            ).fetchall()]
+            delta_ids = [] if clean else self._delta_ids(con, where, watermark)
             scored: list[tuple[str, float]] = []
             if delta_ids:
                 n_idx, avgdl_idx, df_idx = 0, 0.0, {}
@@ -975,9 +1019,22 @@ class DuckDBStore(MemoryStore):
                     score = bm25(counts, terms, df, n_docs, avg_len or 1.0)
                     if score > 0:
                         scored.append((rid, score))
-            rows = _merge_with_rows(con, indexed + scored, [], k, ascending=False)
+            rows = _merge_with_rows(
+                con, indexed + scored, [], k, ascending=False, cache=self._row_cache(), scope=self._scopes.get(where)
+            )
             self._maybe_start_builder()
         return [Hit(record=decode_record(row), score=float(row[-1])) for row in rows]
+
+    def _delta_ids(self, con: duckdb.DuckDBPyConnection, where: str, watermark: int) -> list[str]:
+        """Ids of the rows written since the BM25 snapshot that ``where`` selects, memoised per
+        write clock; taken from the scope's vectors when a vector search already read them."""
+        self._sync_memo()
+        scope = self._scopes.get(where)
+        if scope is not None:
+            return [scope.rids[i] for i in np.flatnonzero(scope.vers > watermark)]
+        return self._memoised(("delta-ids", where, watermark), lambda: [rid for (rid,) in con.execute(
+            f"SELECT r.rid FROM am_records r WHERE r.ver > {int(watermark)} AND r.has_vec AND {where}"
+        ).fetchall()])
 
     def _delta_terms(self, con: duckdb.DuckDBPyConnection, rows: list[tuple[str, int, str | None]]) -> dict[str, tuple[int, Counter[str], int]]:
         """``rid -> (ver, term counts, length)`` for the delta rows ``(rid, ver, content or
@@ -1016,12 +1073,20 @@ class DuckDBStore(MemoryStore):
         BM25 statistics), computed once per write clock: a search after a search skips those
         queries. Every write advances the clock (one writer per file), so nothing stale is served;
         ``key`` names the snapshot it was read against. Called under the store lock."""
-        if self._memo_clock != self._clock or len(self._memo) > 4_096:
+        self._sync_memo()
+        if len(self._memo) > 4_096:
             self._memo.clear()
-            self._memo_clock = self._clock
         if key not in self._memo:
             self._memo[key] = compute()
         return self._memo[key]
+
+    def _sync_memo(self) -> None:
+        """Forget what was memoised or cached for an earlier write clock (under the store lock)."""
+        if self._memo_clock != self._clock:
+            self._memo.clear()
+            self._scopes.clear()
+            self._rows.clear()
+            self._memo_clock = self._clock
 
     def _stale_since(self, con: duckdb.DuckDBPyConnection, watermark: int) -> frozenset[str]:
         """``_stale_ids`` memoised per write clock."""
@@ -1307,6 +1372,48 @@ def _arrow_table(columns: ValidatedColumns, matrix: np.ndarray, missing: np.ndar
     return pa.Table.from_arrays(arrays, names=names)
 
 
+_SCOPE_CACHE_ROWS = 20_000
+"""Rows of small scopes whose vectors are kept between writes (``DuckDBStore._scope``): 30 MB
+at 384 dimensions."""
+_ROW_CACHE_ROWS = 4_096
+"""Record rows kept between writes for searches (``_merge_with_rows``)."""
+
+
+class _Scope:
+    """The rows of one small scope: ids, write clock values, unit vectors and record columns."""
+
+    def __init__(self, rids: list[str], vers: np.ndarray, matrix: np.ndarray, records: pa.Table) -> None:
+        self.rids = rids
+        self.vers = vers
+        self.matrix = matrix
+        self.records = records
+        """The record columns (``_COLS``), row for row."""
+        self._pos: dict[str, int] | None = None
+
+    def row(self, rid: str) -> tuple[Any, ...] | None:
+        """The record row of ``rid`` as ``fetchall`` returns it, or None when not in the scope."""
+        if self._pos is None:
+            self._pos = {r: i for i, r in enumerate(self.rids)}
+        at = self._pos.get(rid)
+        if at is None:
+            return None
+        return tuple(column[at].as_py() for column in self.records.columns)
+
+    def nearest(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """Exact top ``k`` ``(rid, distance)`` by ``(round(distance, 6), rid)``: cosine distance
+        of unit float32 vectors computed as the reference store does (``1 - matrix @ query``)."""
+        if not self.rids:
+            return []
+        dist = np.float32(1.0) - self.matrix @ query
+        keep = np.arange(len(dist))
+        if len(dist) > k:
+            part = np.argpartition(dist, k - 1)[:k]
+            keep = np.flatnonzero(dist <= float(dist[part].max()) + 2e-6)  # and whatever rounds to a tie
+        rids = self.rids
+        ranked = sorted((round(float(dist[i]), 6), rids[i], float(dist[i])) for i in keep)
+        return [(rid, d) for _, rid, d in ranked[:k]]
+
+
 _Nearest = tuple[list[tuple[str, float]], bool, float]
 """Rows ``(rid, distance)`` of one scan, whether its LIMIT cut it short, and the last distance."""
 
@@ -1359,23 +1466,32 @@ def _stale_ids(con: duckdb.DuckDBPyConnection, watermark: int) -> set[str]:
 
 
 def _merge_with_rows(
-    con: duckdb.DuckDBPyConnection, ids: list[tuple[str, float]], rows: list[Any], k: int, *, ascending: bool
+    con: duckdb.DuckDBPyConnection, ids: list[tuple[str, float]], rows: list[Any], k: int, *, ascending: bool,
+    cache: dict[str, tuple[Any, ...]] | None = None, scope: _Scope | None = None,
 ) -> list[Any]:
     """The best ``k`` of snapshot hits ``(rid, value)`` and live ``rows`` (value last), as full
-    record rows with the value appended; only the snapshot hits that make the cut are read."""
+    record rows with the value appended; only the snapshot hits that make the cut are read, and
+    only those neither in ``cache`` (rows read since the last write; the ones read here are
+    added) nor in ``scope`` (a small scope read whole)."""
     sign = 1.0 if ascending else -1.0
     merged: list[tuple[float, str, float, Any]] = [(round(sign * v, 6), rid, v, None) for rid, v in ids]
     merged += [(round(sign * float(row[-1]), 6), row[0], float(row[-1]), row) for row in rows]
     merged.sort(key=lambda m: (m[0], m[1]))
     top = merged[:k]
-    wanted = [rid for _, rid, _, row in top if row is None]
+    known = {} if cache is None else cache
+    wanted = [rid for _, rid, _, row in top if row is None and rid not in known]
     fetched: dict[str, Any] = {}
+    if wanted and scope is not None:
+        fetched = {rid: row for rid in wanted if (row := scope.row(rid)) is not None}
+        wanted = [rid for rid in wanted if rid not in fetched]
     if wanted:
         fetched = {
             row[0]: row
             for row in con.execute(f"SELECT {_COLS} FROM am_records r WHERE r.rid IN ({', '.join(sql_str(w) for w in wanted)})").fetchall()
         }
-    return [(*(fetched[rid] if row is None else row[:-1]), v) for _, rid, v, row in top]
+    if cache is not None:
+        cache.update(fetched)
+    return [(*((fetched.get(rid) or known[rid]) if row is None else row[:-1]), v) for _, rid, v, row in top]
 
 
 _CLAIMS: dict[str, int] = {}
