@@ -69,6 +69,8 @@ class Columns:
     def __init__(self, dimension: int, capacity: int = 1024) -> None:
         self.dim = dimension
         self.n = 0
+        self.version = 0
+        """Bumped by every change to the slots (what a memoised mask depends on)."""
         cap = max(16, capacity)
         self.labels = np.empty(cap, np.int64)
         self.rtype = np.empty(cap, np.int8)
@@ -147,6 +149,7 @@ class Columns:
         self.label_slot[self.labels[:n]] = np.arange(n)
         self.total_tokens = int(self.ntok[:n].sum())
         self.n = n
+        self.version += 1
 
     _ARRAYS = ("labels", "rtype", "user", "agent", "thread", "status", "expires", "seq", "ntok")
 
@@ -214,11 +217,13 @@ class Columns:
             self.label_slot[row.label] = slot
             self.total_tokens += row.ntok
         self.n = start + len(rows)
+        self.version += 1
         return np.arange(start, self.n)
 
     def update(self, row: VectorRow) -> None:
         """Refresh the mutable columns (status, expiry, metadata, tokens) of an existing slot."""
         slot = self.slot_of[row.record_id]
+        self.version += 1
         self.status[slot] = STATUS_CODE[RecordStatus(row.status)]
         self.expires[slot] = NO_EXPIRY if row.expires_us is None else row.expires_us
         self.total_tokens += row.ntok - int(self.ntok[slot])
@@ -228,6 +233,7 @@ class Columns:
     def remove(self, record_id: str) -> int:
         """Drop the slot of ``record_id`` (swap-with-last); return the label it held."""
         slot = self.slot_of.pop(record_id)
+        self.version += 1
         label = int(self.labels[slot])
         self.label_slot[label] = -1
         self.total_tokens -= int(self.ntok[slot])
@@ -257,6 +263,7 @@ class Columns:
         order = np.lexsort(keys)  # the last key is the primary one
         if np.array_equal(order, np.arange(n)):
             return False
+        self.version += 1
         for name in self._ARRAYS:
             column = getattr(self, name)
             column[:n] = column[:n][order]

@@ -48,6 +48,10 @@ class Postings:
         self.valid = np.ones(n, bool)
         self.masked = 0
         self.overlay: dict[int, Counter[str]] = {}
+        self.overlay_terms: dict[str, dict[int, int]] = {}
+        """The overlay inverted: term -> {label: term frequency}, so a query term finds its
+        overlay documents without scanning the overlay (a long query over a large overlay cost
+        milliseconds per search)."""
         bodies = dict(con.execute("SELECT rowid, body FROM fts").fetchall())
         term_id: dict[str, int] = {}
         ids: list[int] = []
@@ -59,7 +63,9 @@ class Postings:
             ids.extend(setdefault(w, len(term_id)) for w in words)
         tids = np.array(ids, np.int64)
         pos_of_token = np.repeat(np.arange(n, dtype=np.int64), counts)
-        self.docs, self.tf, self.offsets = _csr(tids, pos_of_token, n, len(term_id))
+        self.keys, self.tf, self.offsets = _csr(tids, pos_of_token, n, len(term_id))
+        """Postings as ``term id * documents + position`` (ascending: by term, then position),
+        their term frequencies, and per term id the offset of its postings."""
         self.term_id = term_id
         self._ranges(n)
 
@@ -101,12 +107,23 @@ class Postings:
         ).fetchall())
         for label in wanted:
             self._mask(label)
-            self.overlay[label] = Counter((bodies.get(label) or "").split())
+            self._drop_overlay(label)
+            counts = self.overlay[label] = Counter((bodies.get(label) or "").split())
+            for term, tf in counts.items():
+                self.overlay_terms.setdefault(term, {})[label] = tf
 
     def removed(self, labels: Iterable[int]) -> None:
         for label in labels:
             self._mask(label)
-            self.overlay.pop(label, None)
+            self._drop_overlay(label)
+
+    def _drop_overlay(self, label: int) -> None:
+        counts = self.overlay.pop(label, None)
+        for term in counts or ():
+            holders = self.overlay_terms[term]
+            del holders[label]
+            if not holders:
+                del self.overlay_terms[term]
 
     # ---- search -------------------------------------------------------------------------------
     def score(self, terms: set[str], flt: RecordFilter, cols: Columns) -> tuple[np.ndarray, np.ndarray]:
@@ -122,50 +139,62 @@ class Postings:
         nbase = len(self.labels)
         all_valid = self.masked == 0
         label_slot = cols.label_slot
-        parts: list[tuple[str, float, np.ndarray, np.ndarray]] = []
-        for term in terms:
-            tid = self.term_id.get(term)
-            docs = tf = None
-            df = 0
-            if tid is not None:
-                a, b = int(self.offsets[tid]), int(self.offsets[tid + 1])
-                full = self.docs[a:b]
-                df = len(full) if all_valid else int(np.count_nonzero(self.valid[full]))
-                if lo > 0 or hi < nbase:
-                    i, j = np.searchsorted(full, (lo, hi))
-                    docs, tf = full[i:j], self.tf[a + i:a + j]
-                else:
-                    docs, tf = full, self.tf[a:b]
-                if not all_valid and len(docs):
-                    ok = self.valid[docs]
-                    docs, tf = docs[ok], tf[ok]
-            extra = [(label, c[term]) for label, c in self.overlay.items() if term in c]
-            df += len(extra)
-            if not df:
-                continue
-            term_idf = idf(n_docs, df)
-            slots = label_slot[self.labels[docs]] if docs is not None and len(docs) else np.zeros(0, np.int64)
-            tfs = tf if tf is not None and len(slots) else np.zeros(0, np.float64)
-            if extra:
-                slots = np.concatenate([slots, label_slot[np.array([e[0] for e in extra], np.int64)]])
-                tfs = np.concatenate([tfs, np.array([e[1] for e in extra], np.float64)])
-            if len(slots):
-                parts.append((term, term_idf, slots, tfs))
-        if not parts:
+        # every query term at once (a summary used as a query has a hundred terms; per-term numpy
+        # calls cost milliseconds): base postings inside [lo, hi) found by two binary searches over
+        # the (term, position) keys, df from the CSR offsets; the overlay from its inverted map
+        order = list(terms)  # the set's order, as the reference sums
+        tid = np.array([self.term_id.get(t, -1) for t in order], np.int64)
+        found = tid >= 0
+        safe = np.where(found, tid, 0)
+        a = np.where(found, self.offsets[safe], 0) if len(self.offsets) > 1 else np.zeros(len(order), np.int64)
+        b = np.where(found, self.offsets[np.minimum(safe + 1, len(self.offsets) - 1)], 0)
+        base = safe * max(nbase, 1)
+        if lo > 0 or hi < nbase:
+            i, j = np.searchsorted(self.keys, base + lo), np.searchsorted(self.keys, base + hi)
+        else:
+            i, j = a, b
+        i, j = np.where(found, i, 0), np.where(found, j, 0)
+        if all_valid:
+            df_base = np.where(found, b - a, 0)
+        else:
+            df_base = np.array([int(np.count_nonzero(self.valid[self.keys[x:y] - k])) if f else 0
+                                for x, y, k, f in zip(a.tolist(), b.tolist(), base.tolist(), found.tolist())], np.int64)
+        lengths = j - i
+        total = int(lengths.sum())
+        term_of = np.repeat(np.arange(len(order)), lengths)
+        entry = np.repeat(i - np.cumsum(lengths) + lengths, lengths) + np.arange(total)
+        docs = self.keys[entry] - base[term_of]
+        tf = self.tf[entry]
+        if not all_valid and total:
+            ok = self.valid[docs]
+            docs, tf, term_of = docs[ok], tf[ok], term_of[ok]
+        slots = label_slot[self.labels[docs]]
+        extra = [list(self.overlay_terms.get(t, {}).items()) for t in order]
+        df = df_base + np.array([len(e) for e in extra], np.int64)
+        idfs = np.array([idf(n_docs, d) if d else 0.0 for d in df.tolist()], np.float64)
+        if any(extra):
+            flat = [(n, label, c) for n, e in enumerate(extra) for label, c in e]
+            slots = np.concatenate([slots, label_slot[np.array([x[1] for x in flat], np.int64)]])
+            tf = np.concatenate([tf, np.array([x[2] for x in flat], np.float64)])
+            term_of = np.concatenate([term_of, np.array([x[0] for x in flat], np.int64)])
+            by_term = np.argsort(term_of, kind="stable")
+            slots, tf, term_of = slots[by_term], tf[by_term], term_of[by_term]
+        if not len(slots):
             return empty
-        cand = np.unique(np.concatenate([p[2] for p in parts]))
+        cand = np.unique(slots)
         cand = cand[self._keep(flt, cols, cand)]
         if not len(cand):
             return empty
         length = cols.ntok[cand].astype(np.float64)
         norm = length_norm(length, avg_len)
+        where = np.searchsorted(cand, slots)
+        inside = where < len(cand)
+        inside[inside] = cand[where[inside]] == slots[inside]
+        w, t, n = where[inside], tf[inside], term_of[inside]
         scores = np.zeros(len(cand), np.float64)
-        for _, term_idf, slots, tf in parts:  # in the set's order, as the reference sums
-            where = np.searchsorted(cand, slots)
-            inside = where < len(cand)
-            inside[inside] = cand[where[inside]] == slots[inside]
-            w, t = where[inside], tf[inside]
-            scores[w] += term_score(term_idf, t, norm[w])
+        # entries are in term order, and np.add.at adds them one by one in that order: each
+        # document's sum is formed exactly as the reference forms it
+        np.add.at(scores, w, term_score(idfs[n], t, norm[w]))
         ok = scores > 0
         return cand[ok], scores[ok]
 
@@ -214,8 +243,8 @@ class Postings:
 
 
 def _csr(tids: np.ndarray, pos: np.ndarray, n: int, n_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Postings of tokens (term id, position): positions per term ascending, their term
-    frequencies, and per term id the offset of its postings."""
+    """Postings of tokens (term id, position) as keys ``term id * n + position`` (ascending),
+    their term frequencies, and per term id the offset of its postings."""
     if not len(tids):
         return np.zeros(0, np.int64), np.zeros(0, np.float64), np.zeros(n_terms + 1, np.int64)
     key = tids * max(n, 1) + pos
@@ -224,6 +253,5 @@ def _csr(tids: np.ndarray, pos: np.ndarray, n: int, n_terms: int) -> tuple[np.nd
     tf = np.diff(np.concatenate([starts, [len(key)]])).astype(np.float64)
     first = key[starts]
     term = first // max(n, 1)
-    docs = first - term * max(n, 1)
     offsets = np.searchsorted(term, np.arange(n_terms + 1))
-    return docs, tf, offsets
+    return first, tf, offsets

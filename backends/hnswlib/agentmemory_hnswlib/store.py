@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import logging
 import math
 import os
@@ -198,6 +199,9 @@ class HnswlibStore(MemoryStore):
         self.last_reconcile: Any = None
         """What the last open had to do to bring the index in line with the records."""
         self._rng = np.random.default_rng(0x5EED)
+        self._masks: dict[RecordFilter, np.ndarray | None] = {}
+        """Scope masks of the columns version ``_masks_of`` (``_mask``)."""
+        self._masks_of: tuple[int, int] | None = None
         self.plan_counts: Counter[str] = Counter()
         """How vector queries were answered: ``exact``, ``ann``, ``ann_refetch`` (a fetch had
         to grow), ``ann_fallback`` (the ANN path gave way to an exact scan)."""
@@ -880,7 +884,7 @@ class HnswlibStore(MemoryStore):
         n = cols.n
         if n == 0:
             return []
-        base = cols.mask(flt)
+        base = self._mask(cols, flt)
         n_base = n if base is None else int(np.count_nonzero(base))
         if n_base == 0:
             return []
@@ -924,6 +928,23 @@ class HnswlibStore(MemoryStore):
             rate = len(slots) / fetch
             grown = fetch * 4 if rate == 0 else math.ceil(k * self._overfetch / rate)
             fetch = min(n, max(fetch * 2, grown))
+
+    def _mask(self, cols: Columns, flt: RecordFilter) -> np.ndarray | None:
+        """``cols.mask(flt)``, memoised until the columns change: the context card asks several
+        queries in one scope, and each mask is a pass over every slot."""
+        key = (id(cols), cols.version)
+        if self._masks_of != key:
+            self._masks.clear()
+            self._masks_of = key
+        scope = dataclasses.replace(flt, metadata_filter=None)
+        if scope not in self._masks:
+            mask = cols.mask(scope)
+            if mask is not None:
+                mask.flags.writeable = False
+            if len(self._masks) >= 16:
+                self._masks.clear()
+            self._masks[scope] = mask
+        return self._masks[scope]
 
     def _prefer_exact(self, n_candidates: int, share: float, fetch: int, has_meta: bool) -> bool:
         """Exact scan of ``n_candidates`` vectors vs. one ANN fetch of ``fetch`` (of which a

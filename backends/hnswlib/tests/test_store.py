@@ -86,7 +86,7 @@ def test_capabilities_and_info(open_store: Callable[..., HnswlibStore]) -> None:
     store = open_store(dimension=4)
     assert store.capabilities() == {
         Capability.KEYWORD_SEARCH, Capability.PERSISTENCE, Capability.APPROXIMATE_SEARCH,
-        Capability.CONCURRENT_WRITERS,
+        Capability.CONCURRENT_WRITERS, Capability.READ_VECTORS,
     }
     store.write(WriteBatch(add=[NewRecord(make_record("a"), np.ones(4, np.float32)), NewRecord(make_record("t"), None)]))
     info = store.info()
