@@ -131,7 +131,30 @@ def run_framework(store: MemoryStore, *, seed: int, user_prefix: str, budget_s: 
         walls.append(time.perf_counter() - t0)
     searches["SPI vector_search (same scope)"] = _summ(walls, [0.0] * len(walls))
     out["search"] = searches
+    out["turn"] = _turns(on, conv, user, user_prefix, embedder)
     return out
+
+
+def _turns(client: AgentMemory, conv: Conversation, user: str, user_prefix: str, embedder: CachedEmbedder) -> dict[str, Any]:
+    """An agent's turn as it happens: ``add_messages`` (2 messages, rule-based extraction), then
+    the card. Unlike the card rows above (cards repeated on an unchanged store), every card here
+    follows a write, so nothing a store memoises between writes is reused from the previous
+    card. Runs last, on a new thread of the same user, so it changes nothing measured above."""
+    thread = client.create_thread(thread_id=f"{user_prefix}-turns", user_id=user, agent_id=AGENT)
+    session = conv.sessions[0]
+    adds: tuple[list[float], list[float]] = ([], [])
+    cards: tuple[list[float], list[float]] = ([], [])
+    for start in range(0, len(session) - 1, 2):
+        msgs = [{"id": f"{m.message_id}-t", "role": m.role, "content": m.content} for m in session[start : start + 2]]
+        for (walls, model), fn in ((adds, partial(thread.add_messages, msgs)), (cards, thread.get_context_card)):
+            w, m = _timed(fn, embedder)
+            walls.append(w)
+            model.append(m)
+    return {
+        "add_messages (rule-based extraction)": _summ(*adds),
+        "card after the write": _summ(*cards),
+        "turn (both)": _summ([a + c for a, c in zip(adds[0], cards[0])], [a + c for a, c in zip(adds[1], cards[1])]),
+    }
 
 
 def embedder_costs(texts: list[str], extra: dict[str, Embedder]) -> dict[str, Any]:

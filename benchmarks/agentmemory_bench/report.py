@@ -268,7 +268,9 @@ def framework_section(fw: dict[str, Any], embedders: dict[str, Any]) -> list[str
     out = ["## Framework operations (embedder time excluded)\n",
            "Measured on each backend after the speed suite (the store holds the n records of other users). "
            "Texts are pre-embedded with the hashing embedder through a caching wrapper; model time that still "
-           "occurs is subtracted (the `with embedder` column keeps it).\n"]
+           "occurs is subtracted (the `with embedder` column keeps it). The card rows repeat the card on an unchanged "
+           "store; the `turn:` rows alternate `add_messages` and the card on a new thread, so every card follows a "
+           "write (what a store memoises between writes is never reused from the previous card).\n"]
     rows = []
     for backend, res in fw.items():
         if "error" in res:
@@ -281,6 +283,8 @@ def framework_section(fw: dict[str, Any], embedders: dict[str, Any]) -> list[str
             rows.append([backend, label, f(r["p50_ms"]), f(r["p95_ms"]), f(r["with_embedder_p50_ms"])])
         for label, r in res["search"].items():
             rows.append([backend, f"search: {label}", f(r["p50_ms"]), f(r["p95_ms"]), f(r["with_embedder_p50_ms"])])
+        for label, r in (res.get("turn") or {}).items():  # absent in results from older runs
+            rows.append([backend, f"turn: {label}", f(r["p50_ms"]), f(r["p95_ms"]), f(r["with_embedder_p50_ms"])])
     out.append(table(["backend", "operation", "p50 ms", "p95 ms", "p50 ms with embedder"], rows))
     out.append("")
     if embedders:
