@@ -55,6 +55,7 @@ def test_open_reads_schema_and_declares_capabilities(store: OracleStore, server:
         Capability.CONCURRENT_WRITERS,
         Capability.KEYWORD_SEARCH,
         Capability.APPROXIMATE_SEARCH,
+        Capability.READ_VECTORS,
     }
     info = store.info()
     assert info.name == "oracle" and info.extra["memory_store_id"] == "T_STORE"
