@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
@@ -390,6 +391,25 @@ class MemoryStore(ABC):
         """
         self._check_open()
         return self._settle()
+
+    @contextmanager
+    def deferring_indexes(self) -> Iterator[None]:
+        """Hold back automatic index maintenance while the block writes many records (an import,
+        a migration), so indexes are not rebuilt again and again as the store grows; what was
+        held back resumes when the block ends (``settle`` builds it at once). Results never
+        depend on it, only speed. The default does nothing; a backend that rebuilds indexes in
+        the background overrides ``_defer_indexes``."""
+        self._check_open()
+        self._defer_indexes(True)
+        try:
+            yield
+        finally:
+            if self.is_open:
+                self._defer_indexes(False)
+
+    def _defer_indexes(self, defer: bool) -> None:
+        """Start (True) or end (False) holding back automatic index maintenance (default: none)."""
+        return None
 
     # ---- async twins --------------------------------------------------------------------------
     async def aopen(

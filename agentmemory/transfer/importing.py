@@ -94,6 +94,12 @@ def import_entries(
         raise InvalidArgument("on_conflict", f"must be one of {known}, got {on_conflict!r}") from None
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= 10_000:
         raise InvalidArgument("batch_size", f"must be an int in 1..10000, got {batch_size!r}")
+    with store.deferring_indexes():
+        return _import(store, embedder, target_embedder_id, entries, policy, dry_run, batch_size, progress)
+
+
+def _import(store: MemoryStore, embedder: Embedder, target_embedder_id: str, entries: Iterable[DumpEntry],
+            policy: OnConflict, dry_run: bool, batch_size: int, progress: Callable[[int], None] | None) -> TransferReport:
     started = time.perf_counter()
     report = TransferReport(dry_run=dry_run)
     writer: _BatchWriter | None = None
