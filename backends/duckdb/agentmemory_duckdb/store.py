@@ -267,6 +267,8 @@ class DuckDBStore(MemoryStore):
         self._memo: dict[tuple[Any, ...], Any] = {}
         """Reads that depend only on the stored rows, for the write clock ``_memo_clock`` (``_memoised``)."""
         self._memo_clock = -1
+        self._fts_stats: tuple[str, Any, Any] | None = None
+        """(BM25 snapshot table, its document count, its average length), read once per snapshot."""
         self._scopes: dict[str, _Scope] = {}
         """Small scopes' vectors (``_scope``), for the write clock ``_memo_clock``, oldest first."""
         self._rows: dict[str, tuple[Any, ...]] = {}
@@ -980,6 +982,7 @@ class DuckDBStore(MemoryStore):
             fts = self._fts
             watermark = 0 if fts is None else fts.watermark
             indexed: list[tuple[str, float]] = []
+            kw = None
             clean = self._doc_changes == self._doc_changes_at_build  # nothing changed since the build
             if fts is not None and fts.rows:
                 stale = frozenset() if clean else self._stale_since(con, watermark)
@@ -995,12 +998,14 @@ class DuckDBStore(MemoryStore):
                 n_idx, avgdl_idx, df_idx = 0, 0.0, {}
                 if fts is not None and fts.rows:
                     schema = f"fts_main_{ident(fts.table)}"
-                    n_idx, avgdl_idx = self._memoised(("fts-stats", fts.table), lambda: con.execute(
-                        f"SELECT (SELECT num_docs FROM {schema}.stats), (SELECT avgdl FROM {schema}.stats)"
-                    ).fetchone())
-                    df_idx = self._memoised(("fts-df", fts.table, *sorted(terms)), lambda: dict(
-                        con.execute(f"SELECT term, df FROM {schema}.dict WHERE term IN (SELECT unnest({sql_str_list(sorted(terms))}))").fetchall()
-                    ))
+                    # the snapshot's figures never change (its tables are immutable), so they are
+                    # kept across writes; its document frequencies are the postings' own
+                    if self._fts_stats is None or self._fts_stats[0] != fts.table:
+                        self._fts_stats = (fts.table, *con.execute(  # type: ignore[misc]
+                            f"SELECT (SELECT num_docs FROM {schema}.stats), (SELECT avgdl FROM {schema}.stats)"
+                        ).fetchone())
+                    _, n_idx, avgdl_idx = self._fts_stats
+                    df_idx = {t: kw.df[t] for t in terms if t in kw.df} if kw is not None and kw.table == fts.table else {}
                 # corpus statistics: the snapshot's plus those of the whole delta (every searchable
                 # row written since, not only the rows this filter passes: a scope must not change
                 # a record's score); with no snapshot, exactly the reference's
