@@ -30,6 +30,11 @@ from pathlib import Path
 
 import numpy as np
 
+DUCKDB_CACHE = "memory_limit=256MB"
+"""DuckDB keeps pages it read or wrote in its buffer pool up to ``memory_limit`` (default: most of
+RAM), which would show up as RSS growing with the store; bounded here, RSS shows what the
+migration itself holds."""
+
 CHILD = r"""
 import json, sys, time
 import numpy as np
@@ -132,9 +137,9 @@ def main() -> int:
             print(f"n={n}: source built in {time.perf_counter() - t:.1f}s", file=sys.stderr, flush=True)
             for target in args.targets.split(","):
                 location = Path(tmp) / f"dst-{target}-{n}"
-                dst = f"{target}://{location}.duckdb" if target == "duckdb" else f"{target}://{location}"
+                dst = f"{target}://{location}.duckdb?{DUCKDB_CACHE}" if target == "duckdb" else f"{target}://{location}"
                 # read_only: a source opened to be copied starts no background index build
-                out = subprocess.run([sys.executable, "-c", CHILD, f"{src}?read_only=true", dst], capture_output=True, text=True, check=False)
+                out = subprocess.run([sys.executable, "-c", CHILD, f"{src}?read_only=true&{DUCKDB_CACHE}", dst], capture_output=True, text=True, check=False)
                 if out.returncode != 0:
                     print(out.stderr, file=sys.stderr)
                     return 1

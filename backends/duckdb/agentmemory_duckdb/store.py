@@ -237,6 +237,8 @@ class DuckDBStore(MemoryStore):
         self._checkpoint_threshold = checkpoint_threshold
         self._vector_index = _flag("vector_index", vector_index)
         self._auto_index = _flag("auto_index", auto_index) and not self._read_only
+        self._deferred = 0
+        """Open ``deferring_indexes`` blocks: automatic builds wait until none is left."""
         self._vector_index_min_rows = _int("vector_index_min_rows", vector_index_min_rows, 1)
         self._fts_min_rows = _int("fts_min_rows", fts_min_rows, 1)
         self._rebuild_fraction = _float("rebuild_fraction", rebuild_fraction, 0.0)
@@ -1188,9 +1190,17 @@ class DuckDBStore(MemoryStore):
                 jobs.append(job)
         return jobs
 
+    def _defer_indexes(self, defer: bool) -> None:
+        """While deferred (nested blocks count), no background build starts and a running builder
+        stops after its current job; at the end, a build that became due starts."""
+        with self._lock:
+            self._deferred += 1 if defer else -1
+            if not self._deferred:
+                self._maybe_start_builder()
+
     def _maybe_start_builder(self) -> None:
         """Start the background index builder when an index is due (called under the lock)."""
-        if not self._auto_index or self._stop.is_set() or self._builder is not None:
+        if not self._auto_index or self._deferred or self._stop.is_set() or self._builder is not None:
             return
         if time.monotonic() - self._last_build_failure < 60.0 or not self._due_jobs():
             return
@@ -1206,7 +1216,7 @@ class DuckDBStore(MemoryStore):
                 try:
                     while not self._stop.is_set():
                         with self._lock:
-                            jobs = self._due_jobs()
+                            jobs = [] if self._deferred else self._due_jobs()
                         if not jobs:
                             break
                         for job in jobs:

@@ -149,3 +149,23 @@ def test_read_only_store_reports_without_building(tmp_path: Path, h: Any) -> Non
         assert reader.settle() == {"vector": False, "keyword": True}
     finally:
         reader.close()
+
+
+def test_deferring_indexes_holds_background_builds_until_the_block_ends(tmp_path: Path, h: Any) -> None:
+    """An import writes inside ``deferring_indexes``: past both thresholds no background build
+    starts (no index is rebuilt again and again as the store grows); when the block ends the
+    due builds start by themselves, and searches answer the same throughout."""
+    store = h.open_store(tmp_path / "d.db", vector_index_min_rows=300, fts_min_rows=100)
+    try:
+        with store.deferring_indexes():
+            for start in range(0, 600, 100):
+                _fill(store, h, start, 100)
+                assert store._builder is None, "no background build while deferred"
+            assert _objects(store) == ([], [])
+            inside = [x.record.record_id for x in store.keyword_search("apple invoice", RecordFilter(), 10)]
+        assert store.wait_for_indexes(timeout=120)
+        hnsw, fts = _objects(store)
+        assert len(hnsw) == 1 and len(fts) == 1, "the held-back builds ran once the block ended"
+        assert [x.record.record_id for x in store.keyword_search("apple invoice", RecordFilter(), 10)] == inside
+    finally:
+        store.close()
