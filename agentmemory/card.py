@@ -27,7 +27,7 @@ from .records import MEMORY_TYPES, Record, RecordStatus, RecordType, SearchResul
 from .search import HYBRID_VECTOR_WEIGHT, fuse_scores, neighbour_boost, statuses_for, validate_budget
 from .spi import Capability, Hit, Order, RecordFilter
 from .summarize import extractive_summary
-from .tokens import estimate_tokens, truncate_to_tokens
+from .tokens import EstimateCounter, TokenCounter
 from .validation import RESERVED_METADATA_KEY, validate_positive_int
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ def summary_op(thread: Thread, except_last: Any = 0, token_budget: Any = None, f
     budget = validate_budget("token_budget", token_budget)
     summary = yield from _summary_for_range_op(thread, except_last, fallback_message_count)
     if budget is not None:
-        summary = summary.model_copy(update={"content": truncate_to_tokens(summary.content, budget)})
+        summary = summary.model_copy(update={"content": thread.client.token_counter.truncate(summary.content, budget)})
     return summary
 
 
@@ -111,13 +111,13 @@ def _summary_for_range_op(thread: Thread, except_last: int, fallback_count: int)
     if llm is not None and thread.extraction_config().enable_context_summary:
         flt = thread.client._alive(thread_id=thread.thread_id, record_types=frozenset({RecordType.MESSAGE}), max_seq=boundary + 1)
         rows: list[Record] = yield Call(thread.client.store, "query", (flt,))
-        output = yield from summarize_op(llm, "", rows, CONTEXT_CARD_TOKEN_LIMIT)
+        output = yield from summarize_op(llm, "", rows, CONTEXT_CARD_TOKEN_LIMIT, thread.client.token_counter)
         return Summary(content=output.summary, topics=tuple(output.topics[:8]), last_message_seq=boundary)
     if fallback_count <= 0:
         return Summary(revision=-1, content="", last_message_seq=boundary)
     return Summary(
         revision=-1,  # marks an extractive (not model-written) summary
-        content=extractive_summary(derived[-fallback_count:], SUMMARY_TOKENS),
+        content=extractive_summary(derived[-fallback_count:], SUMMARY_TOKENS, thread.client.token_counter),
         last_message_seq=boundary,
     )
 
@@ -214,7 +214,7 @@ def unrepeated(hits: Sequence[Hit], summary: str) -> list[Hit]:
 
 def fit_card(
     renderer: Any, parts: CardParts, candidates: Sequence[SearchResult], budget: int | None, soft: int | None,
-    transcript: int | None = None,
+    transcript: int | None = None, counter: TokenCounter | None = None,
 ) -> CardParts:
     """Fill ``parts`` with relevant results in order while the rendered card stays within the
     hard ``budget`` (the summary gets at most a third of it, and is shortened further if the card
@@ -222,21 +222,23 @@ def fit_card(
     with a ``soft`` budget, stop after the result that reaches it. The raw tail messages the
     caller asked for are never cut, so only they can exceed a hard budget. With ``transcript``
     (the tokens of the messages the card replaces) the summary never outgrows them (messages it
-    quotes are not repeated as results: ``unrepeated``)."""
-    if transcript is not None and estimate_tokens(parts.summary) > transcript:
-        parts = parts.model_copy(update={"summary": truncate_to_tokens(parts.summary, transcript)})
-    if budget is not None and estimate_tokens(parts.summary) > budget * SUMMARY_BUDGET_SHARE:
+    quotes are not repeated as results: ``unrepeated``). Tokens are ``counter``'s (default: the
+    estimate)."""
+    counter = counter or EstimateCounter()
+    if transcript is not None and counter.count(parts.summary) > transcript:
+        parts = parts.model_copy(update={"summary": counter.truncate(parts.summary, transcript)})
+    if budget is not None and counter.count(parts.summary) > budget * SUMMARY_BUDGET_SHARE:
         # under a budget, question-relevant information outranks the running summary
-        parts = parts.model_copy(update={"summary": truncate_to_tokens(parts.summary, int(budget * SUMMARY_BUDGET_SHARE))})
+        parts = parts.model_copy(update={"summary": counter.truncate(parts.summary, int(budget * SUMMARY_BUDGET_SHARE))})
     if budget is not None:
-        over = estimate_tokens(renderer(parts)) - budget
+        over = counter.count(renderer(parts)) - budget
         if over > 0 and parts.summary:
-            keep = max(estimate_tokens(parts.summary) - over, 0)
-            parts = parts.model_copy(update={"summary": truncate_to_tokens(parts.summary, keep) if keep > 8 else ""})
+            keep = max(counter.count(parts.summary) - over, 0)
+            parts = parts.model_copy(update={"summary": counter.truncate(parts.summary, keep) if keep > 8 else ""})
     chosen: list[SearchResult] = []
     for result in candidates:
         trial = parts.model_copy(update={"relevant": (*chosen, result)})
-        cost = estimate_tokens(renderer(trial))
+        cost = counter.count(renderer(trial))
         if budget is not None and cost > budget:
             break
         chosen.append(result)
@@ -369,9 +371,11 @@ def context_card_op(
         SearchResult(record=h.record, distance=h.distance, score=float(h.score or 0.0), formatted_content=renderer.item(h.record))
         for h in unrepeated(list(chosen.values()), "")
     ]
+    counter = thread.client.token_counter
     transcript = None
     if len(window) < wanted:  # the whole thread is in the window: the card never outgrows it
-        transcript = sum(estimate_tokens(f"{m.role}: {m.content}") for m in derived)
+        transcript = sum(counter.count(f"{m.role}: {m.content}") for m in derived)
     parts = CardParts(topics=tuple(topics[:8]), summary=summary.content, recent_messages=tuple(recent_msgs))
-    parts = fit_card(renderer, parts, candidates, budget, soft, transcript)
-    return ContextCard(**parts.model_dump(), content=renderer(parts))
+    parts = fit_card(renderer, parts, candidates, budget, soft, transcript, counter)
+    content = renderer(parts)
+    return ContextCard(**parts.model_dump(), content=content, tokens=counter.count(content), token_counter=counter.name)

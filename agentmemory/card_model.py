@@ -26,6 +26,10 @@ class ContextCard(CardParts):
     """A rendered context card; ``content`` is the prompt text ("" for an empty card)."""
 
     content: str = ""
+    tokens: int = 0
+    """How many tokens ``content`` is, in the client's token counter (``token_counter``)."""
+    token_counter: str = "estimate"
+    """The name of the counter ``tokens`` and every budget of this card were counted with."""
 
     @property
     def formatted_content(self) -> str:

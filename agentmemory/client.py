@@ -1002,6 +1002,7 @@ class AgentMemory:
             token_budget=token_budget,
             soft_token_budget=soft_token_budget,
             rerankers=self.rerankers if rerankers is None else rerankers,
+            token_counter=self.token_counter,
         )
 
     def search(self, query: str, *, user_id: str | None, exact_user_match: bool = True, **options: Any) -> list[SearchResult]:

@@ -70,7 +70,7 @@ def _show_memories(memory: _Client, thread_id: str) -> None:
 
 def _show_card(content: str, transcript_tokens: int) -> None:
     print(textwrap.indent(content or "(empty card)", "  "))
-    print(f"\n  card: {estimate_tokens(content)} tokens   full transcript: {transcript_tokens} tokens")
+    print(f"\n  card: {estimate_tokens(content)} tokens   full transcript: {transcript_tokens} tokens (estimated)")
 
 
 def _demo_thread(memory: _Client, thread_id: str, user_id: str, agent_id: str) -> Thread:

@@ -4,7 +4,7 @@ formatting → token budgets. Written once as an effect generator (see ``effects
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -16,7 +16,7 @@ from .errors import InvalidArgument
 from .formatting import format_record
 from .records import MEMORY_TYPES, SEARCHABLE_TYPES, Link, LinkedResult, Record, RecordStatus, RecordType, SearchResult
 from .spi import ANY, Capability, Hit, MemoryStore, RecordFilter, ScopeValue
-from .tokens import estimate_tokens
+from .tokens import EstimateCounter, TokenCounter
 from .validation import validate_positive_int, validate_record_type
 
 RRF_K = 60
@@ -32,6 +32,7 @@ NEIGHBOUR_SEQ_GAP = 4
 """Two candidate messages of one thread are neighbours when their sequence numbers are this close
 (records written between turns, such as extracted memories, take sequence numbers too)."""
 Reranker = Callable[[str, list[SearchResult]], list[SearchResult]]
+_ESTIMATE = EstimateCounter()
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,8 @@ class SearchQuery:
     soft_token_budget: int | None = None
     rerankers: tuple[Reranker, ...] = ()
     reranker_max_candidates: int = 50
+    token_counter: TokenCounter = field(default_factory=EstimateCounter)
+    """What ``token_budget`` and ``soft_token_budget`` count in (the client's counter)."""
 
 
 def scope_value(argument: str, value: str | None, exact: bool | None) -> ScopeValue:
@@ -108,6 +111,7 @@ def build_query(
     token_budget: Any = None,
     soft_token_budget: Any = None,
     rerankers: Sequence[Reranker] = (),
+    token_counter: TokenCounter | None = None,
 ) -> SearchQuery:
     """Validate every search argument; raise ``InvalidArgument`` naming the bad one."""
     if not isinstance(query, str) or not query.strip():
@@ -130,6 +134,7 @@ def build_query(
         token_budget=validate_budget("token_budget", token_budget),
         soft_token_budget=validate_budget("soft_token_budget", soft_token_budget),
         rerankers=tuple(rerankers),
+        token_counter=token_counter or EstimateCounter(),
     )
 
 
@@ -176,7 +181,7 @@ def search_op(store: MemoryStore, embedder: Embedder, q: SearchQuery) -> Op[list
     results = [
         replace_result(r, tuple(linked.get(r.record.record_id, ()))) for r in results
     ]
-    return apply_budgets(results, q.token_budget, q.soft_token_budget)
+    return apply_budgets(results, q.token_budget, q.soft_token_budget, q.token_counter)
 
 
 def replace_result(result: SearchResult, linked: tuple[LinkedResult, ...]) -> SearchResult:
@@ -239,14 +244,15 @@ def neighbour_boost(
 
 
 def apply_budgets(
-    results: list[SearchResult], token_budget: int | None, soft_token_budget: int | None
+    results: list[SearchResult], token_budget: int | None, soft_token_budget: int | None,
+    counter: TokenCounter | None = None,
 ) -> list[SearchResult]:
     """Keep a prefix of ``results``: the hard budget is never crossed (a result that would cross
     it ends the list); the soft budget keeps the one result that reaches it. Never splits."""
     kept: list[SearchResult] = []
     used = 0
     for result in results:
-        cost = estimate_tokens(result.formatted_content)
+        cost = (counter or _ESTIMATE).count(result.formatted_content)
         if token_budget is not None and used + cost > token_budget:
             break
         kept.append(result)

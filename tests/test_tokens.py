@@ -88,3 +88,50 @@ def test_registered_counters_are_listed() -> None:
 
     report = get_plugin_manager().report()
     assert {"estimate", "cl100k_base", "o200k_base"} <= set(report["token_counters"])
+
+
+MESSAGES = [
+    "def reconcile(invoices, statements):\n    return {i.id: s for i in invoices for s in statements if i.amount == s.amount}",
+    "請求書の照合ジョブは毎晩失敗しています。原因は為替レートのサービスです。",
+    "The failing step right now is ledger enrichment after reconciliation; it times out on the FX service.",
+    "I prefer fixes that keep the job idempotent 🧠 and I always want a cached FX snapshot keyed by business date.",
+    "SELECT account, currency, SUM(amount) FROM journal GROUP BY account, currency HAVING SUM(amount) <> 0;",
+] * 3
+
+
+@pytest.mark.parametrize("counter", counters(), ids=lambda c: c.name)
+@pytest.mark.parametrize("budget", [80, 200, 500])
+def test_card_and_search_never_exceed_the_budget_in_the_clients_counter(counter: TokenCounter, budget: int) -> None:
+    cfg: dict[str, Any] = {"enable_context_summary": False}
+    with AgentMemory("memory://", embedder=HashingEmbedder(), token_counter=counter, memory_extraction_config=cfg) as memory:
+        thread = memory.create_thread("t", user_id="u")
+        thread.add_messages([{"role": "user" if i % 2 == 0 else "assistant", "content": m} for i, m in enumerate(MESSAGES)])
+        thread.add_messages([{"role": "user", "content": "Which step fails in the reconciliation job, and why?"}])
+        card = thread.get_context_card(token_budget=budget, except_last_messages=1)
+        assert card.token_counter == counter.name and card.tokens == counter.count(card.content)
+        assert 0 < card.tokens <= budget, f"{counter.name}: card of {card.tokens} tokens under a budget of {budget}"
+        hits = thread.search("reconciliation job fails", token_budget=budget // 2, max_results=20)
+        assert sum(counter.count(h.formatted_content) for h in hits) <= budget // 2
+
+
+def test_a_langchain_model_counts_with_its_own_tokenizer_or_falls_back_to_the_estimate(caplog: pytest.LogCaptureFixture) -> None:
+    fake = pytest.importorskip("langchain_core.language_models.fake_chat_models")
+
+    class WordCountingModel(fake.GenericFakeChatModel):  # a provider whose get_num_tokens works offline
+        def get_num_tokens(self, text: str) -> int:
+            return len(text.split())
+
+    cfg: dict[str, Any] = {"extract_memories": False, "enable_context_summary": False}
+    model = WordCountingModel(messages=iter([]))
+    with AgentMemory("memory://", embedder=HashingEmbedder(), llm=model, memory_extraction_config=cfg) as memory:
+        assert memory.token_counter.name.startswith("langchain:")
+        assert memory.token_counter.count("three little words") == 3
+        thread = memory.create_thread("t", user_id="u")
+        thread.add_messages([{"role": "user", "content": m} for m in MESSAGES])
+        card = thread.get_context_card(token_budget=120)
+        assert card.tokens == len(card.content.split()) <= 120
+    plain = fake.GenericFakeChatModel(messages=iter([]))  # LangChain's default needs transformers and a download
+    with caplog.at_level("WARNING"), AgentMemory("memory://", embedder=HashingEmbedder(), llm=plain,
+                                                 memory_extraction_config=cfg) as memory:
+        assert memory.token_counter.name == "estimate"
+    assert "cannot count tokens here" in caplog.text

@@ -25,7 +25,7 @@ from ..errors import InvalidArgument, NotFound
 from ..records import MEMORY_TYPES, SEARCHABLE_TYPES, Record, RecordStatus, RecordType, SearchResult
 from ..registry import default_store_uri
 from ..spi import Order, RecordFilter, SchemaPolicy
-from ..tokens import estimate_tokens
+from ..tokens import resolve_token_counter
 from ..validation import validate_memory_type, validate_positive_int
 from . import app
 from .options import (
@@ -419,6 +419,7 @@ def card_command(
     token_budget: Annotated[int | None, typer.Option("--token-budget", help="Hard cap on the card's relevant information in tokens.")] = None,
     soft_token_budget: Annotated[int | None, typer.Option("--soft-token-budget", help="Soft cap: the record that crosses it is kept.")] = None,
     renderer: Annotated[str | None, typer.Option("--renderer", help="Card renderer (xml, markdown, or a plugin's); default xml.")] = None,
+    token_counter: Annotated[str | None, typer.Option("--token-counter", help="What budgets and the count use: estimate (default), cl100k_base, o200k_base, or a plugin's.")] = None,
     store: StoreOption = None,
     embedder: EmbedderOption = None,
     fmt: FormatOption = OutputFormat.TABLE,
@@ -435,19 +436,22 @@ def card_command(
     with open_memory(store, embedder, schema_policy=EXISTING) as memory:
         if renderer is not None:
             memory.card_renderer = renderer
+        if token_counter is not None:
+            with cli_errors():
+                memory.token_counter = resolve_token_counter(token_counter, memory.llm, memory.plugins)
         card = memory.get_thread(thread).get_context_card(
             max_relevant_results=max_relevant_results, min_relevant_results_by_type=minimums,
             max_recent_messages=max_recent_messages, except_last_messages=except_last,
             fallback_message_count=fallback_messages, metadata_filter=meta, include_invalid_results=include_invalid,
             token_budget=token_budget, soft_token_budget=soft_token_budget,
         )
-    tokens = estimate_tokens(card.content)
-    document = {"thread_id": thread, "content": card.content, "tokens": tokens, **card.model_dump(exclude={"content"})}
+    tokens = card.tokens
+    document = {"thread_id": thread, "content": card.content, **card.model_dump(exclude={"content"})}
 
     def render() -> None:
         if card.content:
             typer.echo(card.content)
-        note(f"{thread}: {tokens} tokens ({len(card.relevant)} relevant, {len(card.recent_messages)} recent messages)"
+        note(f"{thread}: {tokens} tokens ({card.token_counter}; {len(card.relevant)} relevant, {len(card.recent_messages)} recent messages)"
              if card.content else f"{thread}: empty card (0 tokens)")
 
     emit_document(out, document, render)
