@@ -1192,11 +1192,12 @@ class DuckDBStore(MemoryStore):
 
     def _defer_indexes(self, defer: bool) -> None:
         """While deferred (nested blocks count), no background build starts and a running builder
-        stops after its current job; at the end, a build that became due starts."""
+        stops after its current job. A build that became due starts at the next write or open
+        (or at once with ``settle``), not when the block ends: a migration's process is usually
+        about to close the store, and ``close`` would wait for a build it cannot interrupt
+        (minutes for an HNSW index at 100k rows)."""
         with self._lock:
             self._deferred += 1 if defer else -1
-            if not self._deferred:
-                self._maybe_start_builder()
 
     def _maybe_start_builder(self) -> None:
         """Start the background index builder when an index is due (called under the lock)."""

@@ -153,8 +153,9 @@ def test_read_only_store_reports_without_building(tmp_path: Path, h: Any) -> Non
 
 def test_deferring_indexes_holds_background_builds_until_the_block_ends(tmp_path: Path, h: Any) -> None:
     """An import writes inside ``deferring_indexes``: past both thresholds no background build
-    starts (no index is rebuilt again and again as the store grows); when the block ends the
-    due builds start by themselves, and searches answer the same throughout."""
+    starts (no index is rebuilt again and again as the store grows); after the block the next
+    write starts the due builds (not the block's end: a closing process would wait for them),
+    and searches answer the same throughout."""
     store = h.open_store(tmp_path / "d.db", vector_index_min_rows=300, fts_min_rows=100)
     try:
         with store.deferring_indexes():
@@ -162,10 +163,12 @@ def test_deferring_indexes_holds_background_builds_until_the_block_ends(tmp_path
                 _fill(store, h, start, 100)
                 assert store._builder is None, "no background build while deferred"
             assert _objects(store) == ([], [])
-            inside = [x.record.record_id for x in store.keyword_search("apple invoice", RecordFilter(), 10)]
+        assert store._builder is None and _objects(store) == ([], [])
+        _fill(store, h, 600, 1)
+        before = [x.record.record_id for x in store.keyword_search("apple invoice", RecordFilter(), 10)]
         assert store.wait_for_indexes(timeout=120)
         hnsw, fts = _objects(store)
-        assert len(hnsw) == 1 and len(fts) == 1, "the held-back builds ran once the block ended"
-        assert [x.record.record_id for x in store.keyword_search("apple invoice", RecordFilter(), 10)] == inside
+        assert len(hnsw) == 1 and len(fts) == 1, "the held-back builds ran after the block"
+        assert [x.record.record_id for x in store.keyword_search("apple invoice", RecordFilter(), 10)] == before
     finally:
         store.close()
