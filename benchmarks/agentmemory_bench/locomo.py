@@ -36,7 +36,7 @@ from agentmemory.formatting import xml_text
 from agentmemory.records import Record
 from agentmemory.spi import Capability, MemoryStore, RecordFilter
 from agentmemory.thread import Thread
-from agentmemory.tokens import estimate_tokens
+from agentmemory.tokens import CallableCounter, estimate_tokens
 
 from .progress import Progress, note
 from .quality import fitted_card
@@ -49,6 +49,10 @@ CATEGORIES: dict[int, str] = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4
 SEARCH_MAX_RESULTS = 300
 """Results asked of every search row: more turns than fit the largest budget."""
 CARD = "card"
+CARD_COUNTED = "card-counted"
+"""The card again with the client counting in the benchmark's own tokenizer
+(``AgentMemory(token_counter=...)``): what a user who sets their model's tokenizer gets."""
+CARD_ROWS = (CARD, CARD_COUNTED)
 
 
 # ---- data ---------------------------------------------------------------------------------------
@@ -372,7 +376,7 @@ SEARCH_ROWS: dict[str, dict[str, Any]] = {
     "default": {},
 }
 """Built-in search rows: name -> extra ``thread.search`` options (``default``: none at all)."""
-METHOD_NAMES: tuple[str, ...] = ("last-N", *SEARCH_ROWS, CARD)
+METHOD_NAMES: tuple[str, ...] = ("last-N", *SEARCH_ROWS, *CARD_ROWS)
 KEYWORD_ROWS = {name for name, opts in SEARCH_ROWS.items() if opts.get("strategy") in ("keyword", "hybrid")}
 
 
@@ -402,15 +406,15 @@ def parse_method_spec(spec: str) -> tuple[str, dict[str, Any]]:
 def build_methods(
     names: Sequence[str], extra: Mapping[str, Mapping[str, Any]] | None = None, *, keyword: bool = True
 ) -> tuple[list[RankMethod], bool, dict[str, str]]:
-    """The ranking rows for ``names`` plus ``extra`` search rows; whether the card row is on; rows
-    not run (and why)."""
+    """The ranking rows for ``names`` plus ``extra`` search rows; whether a card row is on (which
+    ones: ``card_rows``); rows not run (and why)."""
     methods: list[RankMethod] = []
     not_run: dict[str, str] = {}
     card = False
     for name in names:
         if name == "last-N":
             methods.append(last_n_method())
-        elif name == CARD:
+        elif name in CARD_ROWS:
             card = True
         elif name in SEARCH_ROWS:
             if name in KEYWORD_ROWS and not keyword:
@@ -502,7 +506,7 @@ def evaluate(
     threads: Mapping[str, Thread],
     methods: Sequence[RankMethod],
     *,
-    card: bool,
+    card_rows: Sequence[str],
     budgets: Sequence[int],
     tokenizer: Tokenizer,
 ) -> tuple[dict[str, Any], bool | None]:
@@ -510,7 +514,8 @@ def evaluate(
     scores: dict[str, dict[int, list[Score]]] = {}
     seconds: dict[str, list[float]] = {}
     notes: dict[str, list[str]] = {}
-    rows = [m.name for m in methods] + ([CARD] if card else [])
+    rows = [m.name for m in methods] + list(card_rows)
+    card = bool(card_rows)
     restored: bool | None = True if card else None
     total = len(rows) * sum(len(c.questions) for c in convs)
     with Progress("locomo evaluate", total) as bar:
@@ -533,22 +538,28 @@ def evaluate(
                             Score(q.category, evidence_found(q.evidence, packed), used)
                         )
                     bar.advance()
-            if card:
+            for row in card_rows:
                 before = store_snapshot(client.store, conv.user_id)
-                for q in conv.questions:
-                    t0 = time.perf_counter()
-                    try:
-                        texts = card_texts(client, conv, q, budgets, tokenizer)
-                    except Exception as exc:  # noqa: BLE001
-                        notes.setdefault(CARD, []).append(f"{type(exc).__name__}: {exc}")
-                        texts = {b: "" for b in budgets}
-                    seconds.setdefault(CARD, []).append(time.perf_counter() - t0)
-                    for budget in budgets:
-                        text = texts[budget]
-                        scores.setdefault(CARD, {}).setdefault(budget, []).append(
-                            Score(q.category, card_evidence_found(conv, q.evidence, text), tokenizer.count(text))
-                        )
-                    bar.advance()
+                default_counter = client.token_counter
+                if row == CARD_COUNTED:
+                    client.token_counter = CallableCounter(tokenizer.name, tokenizer.count)
+                try:
+                    for q in conv.questions:
+                        t0 = time.perf_counter()
+                        try:
+                            texts = card_texts(client, conv, q, budgets, tokenizer)
+                        except Exception as exc:  # noqa: BLE001
+                            notes.setdefault(row, []).append(f"{type(exc).__name__}: {exc}")
+                            texts = {b: "" for b in budgets}
+                        seconds.setdefault(row, []).append(time.perf_counter() - t0)
+                        for budget in budgets:
+                            text = texts[budget]
+                            scores.setdefault(row, {}).setdefault(budget, []).append(
+                                Score(q.category, card_evidence_found(conv, q.evidence, text), tokenizer.count(text))
+                            )
+                        bar.advance()
+                finally:
+                    client.token_counter = default_counter
                 if store_snapshot(client.store, conv.user_id) != before:
                     restored = False
     out: dict[str, Any] = {}
@@ -565,7 +576,9 @@ def evaluate(
         lat = sorted(seconds.get(name, []))
         method = described.get(name)
         out[name] = {
-            "description": method.description if method else "thread.get_context_card(token_budget=B), question as newest user turn",
+            "description": method.description if method else (
+                "thread.get_context_card(token_budget=B), question as newest user turn"
+                + (", the client counting in the benchmark's tokenizer" if name == CARD_COUNTED else "")),
             "options": method.options if method else {},
             "budgets": per_budget,
             "seconds": sum(lat),
@@ -611,7 +624,8 @@ def run(
     threads = ingest(client, convs, extract=card)
     ingest_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    rows, restored = evaluate(client, convs, threads, rank_methods, card=card, budgets=budgets, tokenizer=tokenizer)
+    card_rows = [name for name in CARD_ROWS if name in methods]
+    rows, restored = evaluate(client, convs, threads, rank_methods, card_rows=card_rows, budgets=budgets, tokenizer=tokenizer)
     evaluate_s = time.perf_counter() - t0
     memories = sum(len(client.list_memories(user_id=c.user_id, limit=10_000)) for c in convs) if card else 0
     transcript = [tokenizer.count("\n".join(render_turn_text(t) for t in c.turns)) for c in convs]

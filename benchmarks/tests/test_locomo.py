@@ -207,7 +207,7 @@ def test_cli_end_to_end(tiny_file: Path, tmp_path: Path) -> None:
     lc = results["locomo"]
     assert lc["dataset"] == "LoCoMo (user file)" and lc["questions"] == 4 and lc["turns"] == 8
     assert lc["embedder"] == "hashing" and lc["tokenizer"]
-    assert set(lc["methods"]) == {"last-N", "vector", "keyword", "hybrid", "default", "hybrid-2", "card"}
+    assert set(lc["methods"]) == {"last-N", "vector", "keyword", "hybrid", "default", "hybrid-2", "card", "card-counted"}
     assert lc["card_restored_thread"] is True
     for name, row in lc["methods"].items():
         assert set(row["budgets"]) == {"500", "1000", "2000", "4000"}, name
@@ -240,4 +240,4 @@ def test_cli_rejects_bad_locomo_arguments(tiny_file: Path) -> None:
     with pytest.raises(SystemExit):
         parse_args(["--dataset", f"locomo:{tiny_file}", "--locomo-method", "vector:strategy=hybrid"])
     args = parse_args(["--dataset", f"locomo:{tiny_file}", "--locomo-questions", "3"])
-    assert args.locomo_questions == 3 and args.locomo_methods == ["last-N", "vector", "keyword", "hybrid", "default", "card"]
+    assert args.locomo_questions == 3 and args.locomo_methods == ["last-N", "vector", "keyword", "hybrid", "default", "card", "card-counted"]
