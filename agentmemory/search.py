@@ -32,7 +32,6 @@ NEIGHBOUR_SEQ_GAP = 4
 """Two candidate messages of one thread are neighbours when their sequence numbers are this close
 (records written between turns, such as extracted memories, take sequence numbers too)."""
 Reranker = Callable[[str, list[SearchResult]], list[SearchResult]]
-_ESTIMATE = EstimateCounter()
 
 
 @dataclass(frozen=True)
@@ -245,14 +244,14 @@ def neighbour_boost(
 
 def apply_budgets(
     results: list[SearchResult], token_budget: int | None, soft_token_budget: int | None,
-    counter: TokenCounter | None = None,
+    counter: TokenCounter,
 ) -> list[SearchResult]:
     """Keep a prefix of ``results``: the hard budget is never crossed (a result that would cross
     it ends the list); the soft budget keeps the one result that reaches it. Never splits."""
     kept: list[SearchResult] = []
     used = 0
     for result in results:
-        cost = (counter or _ESTIMATE).count(result.formatted_content)
+        cost = counter.count(result.formatted_content)
         if token_budget is not None and used + cost > token_budget:
             break
         kept.append(result)

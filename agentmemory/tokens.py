@@ -91,7 +91,8 @@ class EncodingCounter(TokenCounter):
 
     def __init__(self, encoding: str = "cl100k_base") -> None:
         self.name = encoding
-        self._encoding = _load_encoding(encoding)
+        self.library, self._encoding = _load_encoding(encoding)
+        """Which package loaded it: ``bpe_openai`` or ``tiktoken``."""
 
     def count(self, text: str) -> int:
         return len(self._encoding.encode(text, disallowed_special=())) if text else 0
@@ -118,12 +119,14 @@ def o200k_counter() -> EncodingCounter:
     return EncodingCounter("o200k_base")
 
 
-def _load_encoding(name: str) -> Any:
+def _load_encoding(name: str) -> tuple[str, Any]:
     problems = []
     for module in ("bpe_openai", "tiktoken"):
         try:
             mod = __import__(module)
-            return mod.get_encoding(name)
+            encoding = mod.get_encoding(name)
+            encoding.encode("probe")  # tiktoken fetches its file on first use, not at get_encoding
+            return module, encoding
         except ImportError:
             problems.append(f"{module} is not installed")
         except Exception as exc:  # tiktoken without its cached file tries the network and fails

@@ -88,7 +88,7 @@ def import_records(
     or a URI, created if needed). See ``importing`` for conflicts, batches and resumption;
     ``progress`` is called with the number of records read so far after each batch."""
     with opened(target, embedder, SchemaPolicy.CREATE_IF_NECESSARY) as memory:
-        return import_entries(memory.store, memory.embedder, embedder_identity(memory.embedder), entries,
+        return import_entries(memory.store, memory.embedder, entries,
                               on_conflict=on_conflict, dry_run=dry_run, batch_size=batch_size, progress=progress)
 
 

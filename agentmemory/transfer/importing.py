@@ -25,6 +25,7 @@ from ..errors import Conflict, InvalidArgument, NotFound
 from ..records import Link, Record
 from ..spi import MemoryStore, NewRecord, RecordFilter, RecordPatch, WriteBatch
 from .dump_format import DumpEnd, DumpEntry, DumpFormatError, DumpHeader, LinkEntry, RecordEntry
+from .exporting import embedder_identity
 
 DEFAULT_BATCH: int = 1000
 """Records per write (each one atomic)."""
@@ -75,7 +76,6 @@ class TransferReport:
 def import_entries(
     store: MemoryStore,
     embedder: Embedder,
-    target_embedder_id: str,
     entries: Iterable[DumpEntry],
     *,
     on_conflict: OnConflict | str = OnConflict.FAIL,
@@ -95,10 +95,10 @@ def import_entries(
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= 10_000:
         raise InvalidArgument("batch_size", f"must be an int in 1..10000, got {batch_size!r}")
     with store.deferring_indexes():
-        return _import(store, embedder, target_embedder_id, entries, policy, dry_run, batch_size, progress)
+        return _import(store, embedder, entries, policy, dry_run, batch_size, progress)
 
 
-def _import(store: MemoryStore, embedder: Embedder, target_embedder_id: str, entries: Iterable[DumpEntry],
+def _import(store: MemoryStore, embedder: Embedder, entries: Iterable[DumpEntry],
             policy: OnConflict, dry_run: bool, batch_size: int, progress: Callable[[int], None] | None) -> TransferReport:
     started = time.perf_counter()
     report = TransferReport(dry_run=dry_run)
@@ -108,7 +108,7 @@ def _import(store: MemoryStore, embedder: Embedder, target_embedder_id: str, ent
         if writer is None:
             if not isinstance(entry, DumpHeader):
                 raise DumpFormatError(number, "the first entry must be the dump header")
-            writer = _BatchWriter(store, embedder, _keep_vectors(entry, store, target_embedder_id, report),
+            writer = _BatchWriter(store, embedder, _keep_vectors(entry, store, embedder_identity(embedder), report),
                                   policy, dry_run, report)
             continue
         if isinstance(entry, DumpHeader):

