@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import InvalidArgument
+from .nesting import MAX_FILTER_DEPTH, nested_deeper_than
 
 OPERATORS = frozenset({"$array_contains", "$array_contains_any", "$not"})
 _MISSING = object()
@@ -24,8 +25,6 @@ _MISSING = object()
 def validate_metadata_filter(flt: Any, argument: str = "metadata_filter") -> None:
     """Raise ``InvalidArgument`` unless ``flt`` is a well-formed filter, nested at most
     ``validation.MAX_FILTER_DEPTH`` (128) levels."""
-    from .validation import MAX_FILTER_DEPTH, nested_deeper_than
-
     if isinstance(flt, Mapping) and nested_deeper_than(flt, MAX_FILTER_DEPTH):
         raise InvalidArgument(argument, f"is nested deeper than {MAX_FILTER_DEPTH} levels of objects and arrays")
     _validate_filter(flt, argument)

@@ -12,26 +12,20 @@ import json
 import math
 from collections.abc import Mapping, Sequence, Set
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from .errors import InvalidArgument
 from .filters import validate_metadata_filter
+from .nesting import MAX_FILTER_DEPTH as MAX_FILTER_DEPTH  # re-exported: validation's documented limit
+from .nesting import MAX_METADATA_DEPTH, nested_deeper_than
 from .records import MEMORY_TYPES, Link, LinkType, Record, RecordStatus, RecordType
-
-if TYPE_CHECKING:
-    from .spi import RecordFilter, RecordPatch
+from .store_types import ANY, UNSET, RecordFilter, RecordPatch
 
 MAX_ID_CHARS = 128
 MAX_CONTENT_CHARS = 1_000_000
 MAX_METADATA_BYTES = 1_000_000
-MAX_METADATA_DEPTH = 64
-"""Deepest nesting of objects and arrays in metadata: the metadata object itself is level 1,
-so ``{"a": {"b": [1]}}`` is 3 levels deep. Deeper metadata is ``InvalidArgument``."""
-MAX_FILTER_DEPTH = 2 * MAX_METADATA_DEPTH
-"""Deepest nesting of a metadata filter (its objects, operators and arrays): room to reach the
-deepest metadata through ``$not`` and array operators."""
 RESERVED_ID_PREFIX = "@"
 """Ids the core makes for threads, profiles and summaries start with this; callers' ids may not."""
 RESERVED_METADATA_KEY = "$agent_memory"
@@ -132,21 +126,6 @@ def metadata_json(argument: str, value: Any, *, allow_reserved: bool = False) ->
     except UnicodeEncodeError:
         raise InvalidArgument(argument, "is not valid unicode (lone surrogate)") from None
     return text
-
-
-def nested_deeper_than(value: Any, limit: int) -> bool:
-    """True when ``value`` nests mappings, lists and tuples more than ``limit`` levels (``value``
-    itself is level 1). Iterative, so any depth is measured without a ``RecursionError``; a
-    cyclic value counts as too deep."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > limit:
-            return True
-        for item in node.values() if isinstance(node, Mapping) else node:
-            if isinstance(item, (Mapping, list, tuple)):
-                stack.append((item, depth + 1))
-    return False
 
 
 def simple_metadata(value: Any) -> bool:
@@ -262,8 +241,6 @@ def validate_new_record(record: Any, *, known_ids: set[str] | None = None) -> No
 
 def validate_patch(patch: RecordPatch) -> None:
     """The SPI-level check of a record patch."""
-    from .spi import UNSET
-
     validate_id("record_id", patch.record_id, internal=True)
     if patch.content is not UNSET:
         validate_content("content", patch.content)
@@ -296,8 +273,6 @@ def validate_link(link: Any) -> None:
 
 def validate_filter(flt: RecordFilter) -> None:
     """The SPI-level check of a read filter."""
-    from .spi import ANY, RecordFilter
-
     if not isinstance(flt, RecordFilter):
         raise InvalidArgument("filter", f"must be a RecordFilter, got {type(flt).__name__}")
     for dim in ("user_id", "agent_id", "thread_id"):
