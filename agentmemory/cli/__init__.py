@@ -1,10 +1,10 @@
 """The ``agentmemory`` command: operate a store from the shell.
 
-Built with Typer (Click + Rich). Each group of commands lives in its own module and registers
-itself on ``app``: ``inspect_commands`` (threads, messages, memories, links, search, card,
-stats) and ``transfer_commands`` (export, import, migrate). Every command that opens a store
-takes ``--store URI``, else ``AGENTMEMORY_STORE``, else the default location — the same
-resolution as ``AgentMemory()``.
+Built with Typer (Click + Rich). ``app`` lives in ``application``; each group of commands lives in
+its own module and registers itself on it: ``inspect_commands`` (threads, messages, memories,
+links), ``report_commands`` (search, card, stats) and ``transfer_commands`` (export, import,
+migrate). Every command that opens a store takes ``--store URI``, else ``AGENTMEMORY_STORE``,
+else the default location — the same resolution as ``AgentMemory()``.
 """
 
 from __future__ import annotations
@@ -15,14 +15,7 @@ import sys
 import typer
 
 from ..plugins import get_plugin_manager
-
-app = typer.Typer(
-    name="agentmemory",
-    help="Memory for LLM agents: inspect a store, move it between backends, run the demo.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+from .application import app
 
 
 @app.command("plugins")
@@ -42,7 +35,7 @@ def demo_command(ctx: typer.Context) -> None:
 
 def _register_command_modules() -> None:
     """Import the modules whose commands attach themselves to ``app``."""
-    from . import inspect_commands, transfer_commands  # noqa: F401
+    from . import inspect_commands, report_commands, transfer_commands  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> int:

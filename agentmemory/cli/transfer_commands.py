@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..transfer import OnConflict, TransferReport, export_records, import_records, migrate, read_dump, write_dump
 from ..transfer.dump_format import DumpEntry, RecordEntry
-from . import app
+from .application import app
 from .options import EmbedderOption, StoreOption, build_embedder, cli_errors
 
 ConflictOption = Annotated[
