@@ -42,8 +42,7 @@ from .records import (
 )
 from .spi import Capability, MemoryStore, SchemaPolicy
 from .thread import Message, Thread
-
-__version__ = "0.1.0"
+from .version import __version__
 
 __all__ = [
     "AgentMemory",

@@ -24,6 +24,8 @@ import contextlib
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
+from .version import __version__
+
 try:
     from opentelemetry import trace as _trace
 except ImportError:  # the offline default: no tracing, no cost
@@ -44,8 +46,6 @@ LLM_PURPOSES = {
 
 
 def _tracer() -> Any:
-    from . import __version__
-
     return _trace.get_tracer("agentmemory", __version__)
 
 
