@@ -55,3 +55,19 @@ def agentmemory_register_token_counters(register: Register) -> None:
              install_hint="pip install 'agentmemory[tokenizers]'")
     register("o200k_base", "agentmemory.tokens:o200k_counter", description="OpenAI o200k_base (bpe-openai or cached tiktoken)",
              install_hint="pip install 'agentmemory[tokenizers]'")
+
+
+@hookimpl
+def agentmemory_register_llm_adapters(register: Register) -> None:
+    """Any LangChain chat model (``BaseChatModel``) as an ``Llm``."""
+    register("langchain", "agentmemory.integrations.langchain:LangChainLlm",
+             wraps="langchain_core.language_models.chat_models:BaseChatModel",
+             description="LangChain chat models", install_hint="pip install 'agentmemory[langchain]'")
+
+
+@hookimpl
+def agentmemory_register_embedder_adapters(register: Register) -> None:
+    """Any LangChain ``Embeddings`` as an ``Embedder``."""
+    register("langchain", "agentmemory.integrations.langchain:LangChainEmbedder",
+             wraps="langchain_core.embeddings.embeddings:Embeddings",
+             description="LangChain embeddings", install_hint="pip install 'agentmemory[langchain]'")

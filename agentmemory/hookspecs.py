@@ -75,6 +75,24 @@ def agentmemory_register_token_counters(register: Register) -> None:
     budget of a client that chose it (``AgentMemory(token_counter=name)``) counts with it."""
 
 
+@hookspec
+def agentmemory_register_llm_adapters(register: Register) -> None:
+    """Register wrappers that turn another framework's chat models into LLMs:
+    ``register(name, "pkg.mod:Wrapper", wraps="module:Class")``. ``AgentMemory(llm=value)``
+    (``agentmemory.llm.as_llm``) calls ``Wrapper(value)`` when ``value`` is an instance of
+    ``module.Class`` and not already an ``agentmemory.llm.Llm``. ``wraps`` is only looked up in
+    modules already imported (an instance cannot exist otherwise), so an unused adapter costs no
+    import."""
+
+
+@hookspec
+def agentmemory_register_embedder_adapters(register: Register) -> None:
+    """Register wrappers that turn another framework's embedding models into embedders:
+    ``register(name, "pkg.mod:Wrapper", wraps="module:Class")``, used by
+    ``AgentMemory(embedder=value)`` (``agentmemory.embedders.as_embedder``) as
+    ``agentmemory_register_llm_adapters`` is for LLMs."""
+
+
 HOOK_KINDS: dict[str, str] = {
     "backends": "agentmemory_register_backends",
     "embedders": "agentmemory_register_embedders",
@@ -83,6 +101,8 @@ HOOK_KINDS: dict[str, str] = {
     "extractors": "agentmemory_register_extractors",
     "card_renderers": "agentmemory_register_card_renderers",
     "token_counters": "agentmemory_register_token_counters",
+    "llm_adapters": "agentmemory_register_llm_adapters",
+    "embedder_adapters": "agentmemory_register_embedder_adapters",
 }
 """Registry kind → the hook that fills it."""
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import os
+import sys
 import threading
 import traceback
 from dataclasses import dataclass, field
@@ -143,6 +144,16 @@ class PluginManager:
         """The object registered as ``name`` (imported on first use)."""
         return self.get(kind, name).load()
 
+    def adapt(self, kind: str, value: Any) -> Any:
+        """``value`` wrapped by the first adapter of ``kind`` (``llm_adapters``,
+        ``embedder_adapters``) whose ``wraps="module:Class"`` it is an instance of (the adapter
+        imported on first use); ``value`` itself when none fits. Checking imports nothing."""
+        for registration in self._collect()[kind].values():
+            module, _, cls = str(registration.details.get("wraps", "")).partition(":")
+            if loaded_instance(value, module, cls):
+                return registration.load()(value)
+        return value
+
     def report(self) -> dict[str, Any]:
         """A JSON-able description of plugins, registrations and broken entry points."""
         registry = self._collect()
@@ -170,6 +181,14 @@ class PluginManager:
             },
             "broken": [{"name": b.name, "error": b.error} for b in self.broken],
         }
+
+
+def loaded_instance(value: Any, module: str, cls: str) -> bool:
+    """True when ``value`` is an instance of ``module.cls``. Free when that module is not
+    installed or not imported: an instance can only exist once its module is loaded."""
+    loaded = sys.modules.get(module)
+    kind = getattr(loaded, cls, None) if loaded is not None else None
+    return isinstance(kind, type) and isinstance(value, kind)
 
 
 def _version(dist: str) -> str:

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..effects import Call, Op
 from ..errors import ModelError
+from ..plugins import PluginManager, get_plugin_manager
 from ..validation import bad_vector_row
 
 
@@ -50,17 +51,16 @@ class Embedder(ABC):
         return out / norms
 
 
-def as_embedder(value: Any) -> Embedder:
-    """The embedder the core calls for ``value``: a LangChain ``Embeddings`` wrapped in
-    ``agentmemory.integrations.langchain.LangChainEmbedder``; an ``Embedder`` (or any object with
+def as_embedder(value: Any, plugins: PluginManager | None = None) -> Embedder:
+    """The embedder the core calls for ``value``: another framework's embedding model wrapped by
+    the adapter registered for it (``agentmemory_register_embedder_adapters``; built in: any
+    LangChain ``Embeddings`` in ``agentmemory.integrations.langchain.LangChainEmbedder``), looked
+    up in ``plugins`` (default: the process-wide manager); an ``Embedder`` (or any object with
     ``embed``/``aembed`` and ``dimension``) unchanged."""
-    from ..llm.base import langchain_instance
-
-    if not isinstance(value, Embedder) and langchain_instance(value, "langchain_core.embeddings.embeddings", "Embeddings"):
-        from ..integrations.langchain import LangChainEmbedder
-
-        return LangChainEmbedder(value)
-    return value  # duck-typed embedders are accepted as before
+    if isinstance(value, Embedder):
+        return value
+    adapted: Embedder = (plugins or get_plugin_manager()).adapt("embedder_adapters", value)
+    return adapted  # duck-typed embedders are accepted as before
 
 
 def embed_op(embedder: Any, texts: Sequence[str], *, is_query: bool = False) -> Op[np.ndarray]:

@@ -2,8 +2,9 @@
 
 ``AgentMemory(llm=ChatAnthropic(...), embedder=OpenAIEmbeddings(...))`` wraps any
 ``BaseChatModel`` in ``LangChainLlm`` and any ``Embeddings`` in ``LangChainEmbedder``
-(``agentmemory.llm.as_llm`` / ``agentmemory.embedders.as_embedder`` do the detecting); use the
-classes directly only to set their options. Structured answers go through the model's own
+(``agentmemory.llm.as_llm`` / ``agentmemory.embedders.as_embedder`` do the detecting, through the
+adapters ``agentmemory.builtins`` registers for these classes); use the classes directly only to
+set their options. Structured answers go through the model's own
 ``with_structured_output`` (tool calling or JSON mode, whatever the provider implements), and
 the async paths through ``ainvoke`` / ``aembed_*``.
 """

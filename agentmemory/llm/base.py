@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from ..plugins import PluginManager, get_plugin_manager, loaded_instance
 
 
 @dataclass(frozen=True)
@@ -43,22 +44,16 @@ class Llm(ABC):
         return await asyncio.to_thread(self.generate, messages, response_json_schema=response_json_schema)
 
 
-def langchain_instance(value: Any, module: str, cls: str) -> bool:
-    """True when ``value`` is an instance of LangChain's ``module.cls``. Free when LangChain is
-    not installed or not imported: a LangChain object can only exist once its module is loaded."""
-    loaded = sys.modules.get(module)
-    kind = getattr(loaded, cls, None) if loaded is not None else None
-    return isinstance(kind, type) and isinstance(value, kind)
+langchain_instance = loaded_instance
+"""``plugins.loaded_instance`` under its former name here (it was LangChain's detector)."""
 
 
-def as_llm(value: Any) -> Any:
-    """The LLM the core calls for ``value``: a LangChain chat model (``BaseChatModel``) wrapped in
-    ``agentmemory.integrations.langchain.LangChainLlm``; anything else (an ``Llm``, None, an
-    object with ``generate``/``agenerate``) unchanged."""
-    if value is not None and not isinstance(value, Llm) and langchain_instance(
-        value, "langchain_core.language_models.chat_models", "BaseChatModel"
-    ):
-        from ..integrations.langchain import LangChainLlm
-
-        return LangChainLlm(value)
-    return value
+def as_llm(value: Any, plugins: PluginManager | None = None) -> Any:
+    """The LLM the core calls for ``value``: another framework's chat model wrapped by the
+    adapter registered for it (``agentmemory_register_llm_adapters``; built in: any LangChain
+    ``BaseChatModel`` in ``agentmemory.integrations.langchain.LangChainLlm``), looked up in
+    ``plugins`` (default: the process-wide manager); anything else (an ``Llm``, None, an object
+    with ``generate``/``agenerate``) unchanged."""
+    if value is None or isinstance(value, Llm):
+        return value
+    return (plugins or get_plugin_manager()).adapt("llm_adapters", value)
