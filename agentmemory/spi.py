@@ -38,11 +38,12 @@ from .store_types import (
 )
 from .validation import (
     MAX_WINDOW,
-    bad_vector_row,
+    validate_batch,
     validate_filter,
-    validate_link,
-    validate_new_record,
-    validate_patch,
+    validate_id_list,
+    validate_k,
+    validate_order,
+    validate_vector,
     validate_window,
 )
 
@@ -201,7 +202,7 @@ class MemoryStore(ABC):
     def write(self, batch: WriteBatch) -> list[Record]:
         """Apply ``batch`` atomically; return the added records with their assigned ``seq``."""
         dim = self._check_open()
-        _validate_batch(batch, dim)
+        validate_batch(batch, dim)
         if batch.is_empty():
             return []
         return self._write(batch)
@@ -226,7 +227,7 @@ class MemoryStore(ABC):
         self._check_open()
         limit, offset = validate_window(limit, offset)
         validate_filter(filter)
-        order = _validate_order(order)
+        order = validate_order(order)
         if offset >= MAX_WINDOW:
             return []
         return self._query(filter, order, limit, offset)
@@ -243,8 +244,8 @@ class MemoryStore(ABC):
         """Links touching any of ``record_ids`` (either end) and/or with the given ids; all
         links when both are None. Ordered by link id."""
         self._check_open()
-        _validate_id_list("record_ids", record_ids)
-        _validate_id_list("link_ids", link_ids)
+        validate_id_list("record_ids", record_ids)
+        validate_id_list("link_ids", link_ids)
         return self._links(record_ids, link_ids)
 
     def read_vectors(self, record_ids: Sequence[str]) -> dict[str, np.ndarray]:
@@ -254,15 +255,15 @@ class MemoryStore(ABC):
         embedder is not re-embedded. Optional: needs ``Capability.READ_VECTORS``."""
         self._check_open()
         self.require(Capability.READ_VECTORS)
-        _validate_id_list("record_ids", record_ids)
+        validate_id_list("record_ids", record_ids)
         return self._read_vectors(record_ids) if record_ids else {}
 
     def vector_search(self, vector: np.ndarray, filter: RecordFilter, k: int) -> list[Hit]:
         """The ``k`` records nearest to ``vector`` by cosine distance among those matching
         ``filter`` and having a vector; best first, ties by record id."""
         dim = self._check_open()
-        vec = _validate_vector("vector", vector, dim)
-        _validate_k(k)
+        vec = validate_vector("vector", vector, dim)
+        validate_k(k)
         validate_filter(filter)
         return self._vector_search(vec, filter, k)
 
@@ -273,7 +274,7 @@ class MemoryStore(ABC):
         self.require(Capability.KEYWORD_SEARCH)
         if not isinstance(text, str) or not text.strip():
             raise InvalidArgument("text", "keyword query must be a non-empty string")
-        _validate_k(k)
+        validate_k(k)
         validate_filter(filter)
         return self._keyword_search(text, filter, k)
 
@@ -337,7 +338,7 @@ class MemoryStore(ABC):
     async def awrite(self, batch: WriteBatch) -> list[Record]:
         """Async ``write``."""
         dim = self._check_open()
-        _validate_batch(batch, dim)
+        validate_batch(batch, dim)
         if batch.is_empty():
             return []
         return await self._awrite(batch)
@@ -360,7 +361,7 @@ class MemoryStore(ABC):
         self._check_open()
         limit, offset = validate_window(limit, offset)
         validate_filter(filter)
-        order = _validate_order(order)
+        order = validate_order(order)
         if offset >= MAX_WINDOW:
             return []
         return await self._aquery(filter, order, limit, offset)
@@ -376,22 +377,22 @@ class MemoryStore(ABC):
     ) -> list[Link]:
         """Async ``links``."""
         self._check_open()
-        _validate_id_list("record_ids", record_ids)
-        _validate_id_list("link_ids", link_ids)
+        validate_id_list("record_ids", record_ids)
+        validate_id_list("link_ids", link_ids)
         return await self._alinks(record_ids, link_ids)
 
     async def aread_vectors(self, record_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Async ``read_vectors``."""
         self._check_open()
         self.require(Capability.READ_VECTORS)
-        _validate_id_list("record_ids", record_ids)
+        validate_id_list("record_ids", record_ids)
         return await self._aread_vectors(record_ids) if record_ids else {}
 
     async def avector_search(self, vector: np.ndarray, filter: RecordFilter, k: int) -> list[Hit]:
         """Async ``vector_search``."""
         dim = self._check_open()
-        vec = _validate_vector("vector", vector, dim)
-        _validate_k(k)
+        vec = validate_vector("vector", vector, dim)
+        validate_k(k)
         validate_filter(filter)
         return await self._avector_search(vec, filter, k)
 
@@ -401,7 +402,7 @@ class MemoryStore(ABC):
         self.require(Capability.KEYWORD_SEARCH)
         if not isinstance(text, str) or not text.strip():
             raise InvalidArgument("text", "keyword query must be a non-empty string")
-        _validate_k(k)
+        validate_k(k)
         validate_filter(filter)
         return await self._akeyword_search(text, filter, k)
 
@@ -487,90 +488,3 @@ class MemoryStore(ABC):
 
 def _as_batch(columns: ValidatedColumns) -> WriteBatch:
     return WriteBatch(add=[NewRecord(record, vector) for record, vector in columns.records()])
-
-
-# ---- validation shared by the sync and async paths ------------------------------------------
-def _validate_batch(batch: WriteBatch, dimension: int) -> None:
-    if not isinstance(batch, WriteBatch):
-        raise InvalidArgument("batch", f"must be a WriteBatch, got {type(batch).__name__}")
-    seen: set[str] = set()
-    known_ids: set[str] = set()
-    with_vector: list[NewRecord] = []
-    for item in batch.add:
-        if not isinstance(item, NewRecord):
-            raise InvalidArgument("batch.add", f"items must be NewRecord, got {type(item).__name__}")
-        validate_new_record(item.record, known_ids=known_ids)
-        if item.record.record_id in seen:
-            raise InvalidArgument("batch.add", f"duplicate record id {item.record.record_id!r}")
-        seen.add(item.record.record_id)
-        if item.vector is not None:
-            with_vector.append(item)
-    _validate_added_vectors(with_vector, dimension)
-    for patch in batch.patch:
-        if not isinstance(patch, RecordPatch):
-            raise InvalidArgument("batch.patch", f"items must be RecordPatch, got {patch!r}")
-        validate_patch(patch)
-        if patch.vector is not UNSET and patch.vector is not None:
-            _validate_vector(f"vector of {patch.record_id!r}", patch.vector, dimension)
-    for link in batch.add_links:
-        validate_link(link)
-    _validate_id_list("batch.delete_links", batch.delete_links)
-    _validate_id_list("batch.delete", batch.delete)
-
-
-_VECTOR_CHUNK = 4096
-"""Rows checked together by ``_validate_added_vectors`` (bounds the temporary matrix)."""
-
-
-def _validate_added_vectors(items: list[NewRecord], dimension: int) -> None:
-    """``_validate_vector`` for every added vector, as whole-matrix checks where the vectors are
-    numeric arrays of the right shape (bulk ingest); the first bad one raises its own error."""
-    for start in range(0, len(items), _VECTOR_CHUNK):
-        chunk = items[start:start + _VECTOR_CHUNK]
-        vectors = [item.vector for item in chunk]
-        if all(type(v) is np.ndarray and v.shape == (dimension,) and v.dtype.kind in "fiu" for v in vectors):
-            with np.errstate(over="ignore", invalid="ignore"):  # out-of-range values become inf
-                matrix = np.asarray(vectors, dtype=np.float32)
-            bad = bad_vector_row(matrix)
-            if bad is not None:
-                raise InvalidArgument(f"vector of {chunk[bad[0]].record.record_id!r}", bad[1])
-            continue
-        for item in chunk:
-            _validate_vector(f"vector of {item.record.record_id!r}", item.vector, dimension)
-
-
-def _validate_vector(name: str, vector: Any, dimension: int) -> np.ndarray:
-    try:
-        with np.errstate(over="ignore", invalid="ignore"):  # out-of-range values become inf: rejected below
-            arr = np.asarray(vector, dtype=np.float32)
-    except (TypeError, ValueError) as exc:
-        raise InvalidArgument(name, f"not a numeric vector ({exc})") from None
-    if arr.ndim != 1 or arr.shape[0] != dimension:
-        raise InvalidArgument(name, f"expected shape ({dimension},), got {arr.shape}")
-    bad = bad_vector_row(arr[None, :])
-    if bad is not None:
-        raise InvalidArgument(name, bad[1])
-    return arr
-
-
-def _validate_order(order: Any) -> Order:
-    try:
-        return Order(order)
-    except ValueError:
-        raise InvalidArgument("order", f"must be one of {[o.value for o in Order]}, got {order!r}") from None
-
-
-def _validate_k(k: Any) -> None:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1 or k > 10_000:
-        raise InvalidArgument("k", f"must be an int in 1..10000, got {k!r}")
-
-
-def _validate_id_list(name: str, ids: Sequence[str] | None) -> None:
-    if ids is None:
-        return
-    if isinstance(ids, str) or not isinstance(ids, Sequence):
-        raise InvalidArgument(name, "must be a list of ids")
-    for value in ids:
-        if not isinstance(value, str) or not value:
-            raise InvalidArgument(name, f"ids must be non-empty strings, got {value!r}")
-

@@ -21,7 +21,7 @@ from .filters import validate_metadata_filter
 from .nesting import MAX_FILTER_DEPTH as MAX_FILTER_DEPTH  # re-exported: validation's documented limit
 from .nesting import MAX_METADATA_DEPTH, nested_deeper_than
 from .records import MEMORY_TYPES, Link, LinkType, Record, RecordStatus, RecordType
-from .store_types import ANY, UNSET, RecordFilter, RecordPatch
+from .store_types import ANY, UNSET, NewRecord, Order, RecordFilter, RecordPatch, WriteBatch
 
 MAX_ID_CHARS = 128
 MAX_CONTENT_CHARS = 1_000_000
@@ -357,3 +357,95 @@ def validate_ttl_days(argument: str, value: Any) -> float | None:
     if value <= 0:
         raise InvalidArgument(argument, f"must be > 0, got {value}")
     return float(value)
+
+
+# ---- the SPI's checks, shared by its sync and async paths ----------------------------------
+def validate_batch(batch: WriteBatch, dimension: int) -> None:
+    """The SPI-level check of a ``WriteBatch`` for a store of vectors of ``dimension``."""
+    if not isinstance(batch, WriteBatch):
+        raise InvalidArgument("batch", f"must be a WriteBatch, got {type(batch).__name__}")
+    seen: set[str] = set()
+    known_ids: set[str] = set()
+    with_vector: list[NewRecord] = []
+    for item in batch.add:
+        if not isinstance(item, NewRecord):
+            raise InvalidArgument("batch.add", f"items must be NewRecord, got {type(item).__name__}")
+        validate_new_record(item.record, known_ids=known_ids)
+        if item.record.record_id in seen:
+            raise InvalidArgument("batch.add", f"duplicate record id {item.record.record_id!r}")
+        seen.add(item.record.record_id)
+        if item.vector is not None:
+            with_vector.append(item)
+    _validate_added_vectors(with_vector, dimension)
+    for patch in batch.patch:
+        if not isinstance(patch, RecordPatch):
+            raise InvalidArgument("batch.patch", f"items must be RecordPatch, got {patch!r}")
+        validate_patch(patch)
+        if patch.vector is not UNSET and patch.vector is not None:
+            validate_vector(f"vector of {patch.record_id!r}", patch.vector, dimension)
+    for link in batch.add_links:
+        validate_link(link)
+    validate_id_list("batch.delete_links", batch.delete_links)
+    validate_id_list("batch.delete", batch.delete)
+
+
+_VECTOR_CHUNK = 4096
+"""Rows checked together by ``_validate_added_vectors`` (bounds the temporary matrix)."""
+
+
+def _validate_added_vectors(items: list[NewRecord], dimension: int) -> None:
+    """``validate_vector`` for every added vector, as whole-matrix checks where the vectors are
+    numeric arrays of the right shape (bulk ingest); the first bad one raises its own error."""
+    for start in range(0, len(items), _VECTOR_CHUNK):
+        chunk = items[start:start + _VECTOR_CHUNK]
+        vectors = [item.vector for item in chunk]
+        if all(type(v) is np.ndarray and v.shape == (dimension,) and v.dtype.kind in "fiu" for v in vectors):
+            with np.errstate(over="ignore", invalid="ignore"):  # out-of-range values become inf
+                matrix = np.asarray(vectors, dtype=np.float32)
+            bad = bad_vector_row(matrix)
+            if bad is not None:
+                raise InvalidArgument(f"vector of {chunk[bad[0]].record.record_id!r}", bad[1])
+            continue
+        for item in chunk:
+            validate_vector(f"vector of {item.record.record_id!r}", item.vector, dimension)
+
+
+def validate_vector(name: str, vector: Any, dimension: int) -> np.ndarray:
+    """One vector of ``dimension`` finite values, not all zero, as a float32 array."""
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):  # out-of-range values become inf: rejected below
+            arr = np.asarray(vector, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgument(name, f"not a numeric vector ({exc})") from None
+    if arr.ndim != 1 or arr.shape[0] != dimension:
+        raise InvalidArgument(name, f"expected shape ({dimension},), got {arr.shape}")
+    bad = bad_vector_row(arr[None, :])
+    if bad is not None:
+        raise InvalidArgument(name, bad[1])
+    return arr
+
+
+def validate_order(order: Any) -> Order:
+    """An ``Order`` or its string value."""
+    try:
+        return Order(order)
+    except ValueError:
+        raise InvalidArgument("order", f"must be one of {[o.value for o in Order]}, got {order!r}") from None
+
+
+def validate_k(k: Any) -> None:
+    """A search's ``k``: an int in 1..10000."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1 or k > 10_000:
+        raise InvalidArgument("k", f"must be an int in 1..10000, got {k!r}")
+
+
+def validate_id_list(name: str, ids: Sequence[str] | None) -> None:
+    """None or a list (not a string) of non-empty string ids."""
+    if ids is None:
+        return
+    if isinstance(ids, str) or not isinstance(ids, Sequence):
+        raise InvalidArgument(name, "must be a list of ids")
+    for value in ids:
+        if not isinstance(value, str) or not value:
+            raise InvalidArgument(name, f"ids must be non-empty strings, got {value!r}")
+
