@@ -31,7 +31,6 @@ import textwrap
 import time
 
 from .client import AgentMemory
-from .client import AgentMemory as _Client
 from .errors import AgentMemoryError, NotFound
 from .plugins import get_plugin_manager
 from .registry import default_embedder, default_store_uri
@@ -59,7 +58,7 @@ def _section(text: str) -> None:
     print(f"\n--- {text} " + "-" * max(0, WIDTH - len(text) - 5))
 
 
-def _show_memories(memory: _Client, thread_id: str) -> None:
+def _show_memories(memory: AgentMemory, thread_id: str) -> None:
     rows = memory.list_memories(thread_id=thread_id)
     if not rows:
         print("  (none)")
@@ -73,14 +72,14 @@ def _show_card(content: str, transcript_tokens: int) -> None:
     print(f"\n  card: {estimate_tokens(content)} tokens   full transcript: {transcript_tokens} tokens (estimated)")
 
 
-def _demo_thread(memory: _Client, thread_id: str, user_id: str, agent_id: str) -> Thread:
+def _demo_thread(memory: AgentMemory, thread_id: str, user_id: str, agent_id: str) -> Thread:
     """One of the demo's threads, marked as the demo's and with link extraction off."""
     return memory.create_thread(
         thread_id, user_id=user_id, agent_id=agent_id, metadata={DEMO_MARKER: True}, memory_extraction_config=DEMO_CONFIG
     )
 
 
-def forget_previous_run(memory: _Client) -> int:
+def forget_previous_run(memory: AgentMemory) -> int:
     """Delete what an earlier demo run wrote (its marked threads and everything scoped to them);
     return how many records went. ``ForeignThread`` (before deleting anything) when a demo id
     belongs to a thread the demo did not write."""
@@ -101,7 +100,7 @@ def forget_previous_run(memory: _Client) -> int:
     if left:
         raise AgentMemoryError(f"records of demo thread(s) {', '.join(left)} are still in the store after deleting them")
     return removed
-def maya(memory: _Client) -> None:
+def maya(memory: AgentMemory) -> None:
     """Seed 000: Maya migrates invoice reconciliation; the card answers who/what/which step."""
     _title("1. Maya migrates invoice reconciliation (seed 000): short-term memory and the context card")
     thread = _demo_thread(memory, "demo-maya", "maya", "ops-assistant")
@@ -138,7 +137,7 @@ def maya(memory: _Client) -> None:
     _show_card(card.content, transcript)
 
 
-def bob(memory: _Client) -> None:
+def bob(memory: AgentMemory) -> None:
     """Seed 002: the name that LangChain's summarization lost survives compaction here."""
     _title("2. Bob's name survives compaction (seed 002)")
     thread = _demo_thread(memory, "demo-bob", "bob", "poet")
@@ -163,7 +162,7 @@ def bob(memory: _Client) -> None:
     print(f"\n  'Bob' in the compacted prompt: {'Bob' in card.content}")
 
 
-def support(memory: _Client) -> None:
+def support(memory: AgentMemory) -> None:
     """Seed 001: a support ticket; the order fact is stored and found."""
     _title("3. Support ticket 7421 (seed 001): facts from a support chat")
     thread = _demo_thread(memory, "demo-support-7421", "customer_123", "support-bot")

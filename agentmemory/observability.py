@@ -34,8 +34,17 @@ except ImportError:  # the offline default: no tracing, no cost
 TRACING: bool = _trace is not None
 """True when ``opentelemetry-api`` is importable; the effect drivers check it before anything else."""
 
-OPERATION_NAMES = {"process": "extraction"}
-"""Operation generator names (less ``_`` and ``_op``) whose span takes a clearer name."""
+OPERATION_NAMES = {
+    "process": "extraction",
+    # the span names from before the operations moved out of the client (traces stay comparable)
+    "get_record": "get",
+    "get_memory": "get",
+    "thread_record": "thread",
+    "delete_records": "delete",
+    "list_records": "list",
+    "thread_add_memory": "add_memory",
+}
+"""Operation generator names (less ``_`` and ``_op``) whose span takes another name."""
 LLM_PURPOSES = {
     "ExtractionOutput": "extraction",
     "ExtractionWithSummaryOutput": "extraction",

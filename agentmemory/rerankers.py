@@ -10,6 +10,9 @@ from datetime import datetime, timezone
 
 from .records import SearchResult
 
+Reranker = Callable[[str, list[SearchResult]], list[SearchResult]]
+"""``(query, results) -> results``: reorder (or drop) search results."""
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 

@@ -23,8 +23,9 @@ from agentmemory import (
     RecordStatus,
 )
 from agentmemory.effects import run_sync
-from agentmemory.extraction.pipeline import past_memories_op, stored_summary_op
 from agentmemory.llm import OpenAICompatibleLlm
+from agentmemory.operations.extraction import past_memories_op
+from agentmemory.operations.summary import stored_summary_op
 from agentmemory.records import MEMORY_TYPES
 from agentmemory.spi import RecordFilter
 from agentmemory.testing import ScriptedServer
@@ -233,7 +234,7 @@ def test_a_combined_answer_invalid_every_time_writes_nothing_and_both_stay_pendi
     with pytest.raises(ModelError, match="ExtractionWithSummaryOutput: no valid answer after 3 attempts"):
         thread.add_messages(turn("I like tea."))
     assert model.kinds() == ["extraction+summary"] * 3
-    assert client.list_memories(user_id="u") == [] and run_sync(stored_summary_op(client, "t")) is None
+    assert client.list_memories(user_id="u") == [] and run_sync(stored_summary_op(client.context(), "t")) is None
 
     model.override = None
     thread.add_messages(turn("I like coffee too."))
@@ -262,7 +263,7 @@ def test_link_candidates_include_memories_close_to_each_new_message(server: Scri
     messages = [{"role": "user", "content": "Green tea with jasmine every morning, number one, number two, tea tea tea."},
                 {"role": "user", "content": "Actually my bicycle is blue now."}]
     joined = "\n".join(m["content"] for m in messages)
-    assert bike not in [r.record_id for r in run_sync(past_memories_op(client, thread, joined))]  # one query misses it
+    assert bike not in [r.record_id for r in run_sync(past_memories_op(client.context(), thread.scope(), joined))]  # one query misses it
 
     thread.add_messages(messages)
 

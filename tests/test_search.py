@@ -447,8 +447,8 @@ async def test_default_strategy_is_hybrid_where_keyword_search_is_declared(mem):
 
 
 def test_default_strategy_follows_capabilities():
+    from agentmemory.operations.search import default_strategy
     from agentmemory.reference_store import InMemoryStore
-    from agentmemory.search import default_strategy
     from agentmemory.spi import Capability
 
     class VectorOnly(InMemoryStore):
@@ -471,7 +471,7 @@ def _hit(rid, *, distance=None, score=None, seq=0, thread="t", rtype=RecordType.
 
 
 def test_score_fusion_keeps_margins_not_just_ranks():
-    from agentmemory.search import fuse_scores
+    from agentmemory.operations.search import fuse_scores
 
     vec = [_hit("a", distance=0.10), _hit("b", distance=0.11), _hit("c", distance=0.50)]
     kw = [_hit("c", score=9.0), _hit("b", score=8.9), _hit("d", score=1.0)]
@@ -484,7 +484,7 @@ def test_score_fusion_keeps_margins_not_just_ranks():
 
 
 def test_neighbour_boost_lifts_the_turn_next_to_a_strong_match():
-    from agentmemory.search import neighbour_boost
+    from agentmemory.operations.search import neighbour_boost
 
     rec = {h.record.record_id: h.record for h in [
         _hit("question", seq=10), _hit("answer", seq=11), _hit("far", seq=40), _hit("other_thread", seq=12, thread="t2"),

@@ -19,8 +19,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..client import AgentMemory, user_metadata
+from ..client import AgentMemory
 from ..errors import InvalidArgument, NotFound
+from ..operations.lookup import user_metadata
 from ..records import MEMORY_TYPES, Record, RecordStatus, RecordType
 from ..spi import Order, RecordFilter
 from ..validation import validate_memory_type, validate_positive_int

@@ -31,12 +31,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from agentmemory import AgentMemory
+from agentmemory import AgentMemory, Thread
 from agentmemory.errors import BackendUnavailable
 from agentmemory.formatting import xml_text
 from agentmemory.records import Record
 from agentmemory.spi import Capability, MemoryStore, RecordFilter
-from agentmemory.thread import Thread
 from agentmemory.tokens import CallableCounter, EncodingCounter, estimate_tokens
 
 from .progress import Progress, note

@@ -18,9 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from agentmemory import AgentMemory
+from agentmemory import AgentMemory, Thread
 from agentmemory.spi import Capability, MemoryStore
-from agentmemory.thread import Thread
 from agentmemory.tokens import estimate_tokens
 
 from .conversations import Conversation, Question, key_in_text

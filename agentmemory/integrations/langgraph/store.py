@@ -56,11 +56,14 @@ from langgraph.store.base import (
 )
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
-from ...client import OMITTED, AgentMemory
+from ...client import AgentMemory
 from ...effects import Call, run_async, run_sync
 from ...effects import Op as Effect
 from ...embedders.base import embed_op
 from ...errors import InvalidArgument
+from ...operations.context import OMITTED
+from ...operations.links import delete_records_op
+from ...operations.retention import expires_at
 from ...records import MEMORY_TYPES, Record, RecordStatus, RecordType
 from ...spi import ANY, NewRecord, RecordFilter, RecordPatch, ScopeValue, WriteBatch
 from ...validation import validate_memory_type, validate_metadata, validate_optional_id
@@ -382,7 +385,7 @@ class AgentMemoryStore(BaseStore):
                 raise InvalidArgument("ops", f"unknown operation {type(op).__name__}")
         if refresh:
             patches = [
-                RecordPatch(rid, expires_at=self.memory.expires_at(minutes / 1440.0, now, now))
+                RecordPatch(rid, expires_at=expires_at(self.memory.context(), minutes / 1440.0, now, now))
                 for rid, minutes in sorted(refresh.items())
             ]
             yield Call(self.memory.store, "write", (WriteBatch(patch=patches),))
@@ -511,7 +514,7 @@ class AgentMemoryStore(BaseStore):
                 }
             }
             # no TTL: the client's retention default (else its maximum, else never) applies
-            expires = self.memory.expires_at(OMITTED if op.ttl is None else op.ttl / 1440.0, now, now)
+            expires = expires_at(self.memory.context(), OMITTED if op.ttl is None else op.ttl / 1440.0, now, now)
             if rid in alive:
                 patches.append(
                     RecordPatch(rid, content=content, metadata=meta, vector=vector, timestamp=now, expires_at=expires, status=RecordStatus.VALID)
@@ -533,7 +536,7 @@ class AgentMemoryStore(BaseStore):
             )
             adds.append(NewRecord(record, vector))
         if deletes:
-            yield from self.memory._delete_op(deletes)
+            yield from delete_records_op(self.memory.context(), deletes)
         if adds or patches:
             yield Call(self.memory.store, "write", (WriteBatch(add=adds, patch=patches),))
 
@@ -542,5 +545,5 @@ class AgentMemoryStore(BaseStore):
         rows: list[Record] = yield Call(self.memory.store, "query", (flt,))
         if not rows:
             return 0
-        count: int = yield from self.memory._delete_op([r.record_id for r in rows])
+        count: int = yield from delete_records_op(self.memory.context(), [r.record_id for r in rows])
         return count

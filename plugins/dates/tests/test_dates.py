@@ -88,10 +88,10 @@ def test_chained_after_the_builtin_rules_it_adds_and_keeps_theirs() -> None:
 
 
 def test_in_a_chain_it_dates_the_earlier_extractors_candidates() -> None:
-    from agentmemory.extraction.models import ExtractionContext, MemoryCandidate
     from agentmemory_conformance.plugin_suite import record
 
     from agentmemory import RecordType
+    from agentmemory.extraction.models import ExtractionContext, MemoryCandidate
 
     msgs = [record(0, "Ugh, I had a flat tyre yesterday.", record_type=RecordType.MESSAGE, role="user")]
     earlier = [MemoryCandidate(type="memory", content="Maya had a flat tyre yesterday", metadata={"source": "llm"}),

@@ -1,4 +1,4 @@
-"""Building the context card (SPEC §6) and thread summaries (SPEC §4).
+"""Building the context card (SPEC §6).
 
 Retrieval is driven by three queries — the newest user turn (the question being answered), the
 running summary and the topics — each run as vector and keyword search. Memory-like records and
@@ -15,23 +15,20 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .card_model import CardParts, ContextCard
-from .effects import Call, Gather, Op
-from .embedders.base import embed_op
-from .errors import InvalidArgument
-from .extraction.pipeline import stored_summary_op, summarize_op
-from .filters import validate_metadata_filter
-from .records import MEMORY_TYPES, Record, RecordStatus, RecordType, SearchResult, Summary
+from ..card_model import CardParts, ContextCard
+from ..effects import Call, Gather, Op
+from ..embedders.base import embed_op
+from ..errors import InvalidArgument
+from ..filters import validate_metadata_filter
+from ..records import MEMORY_TYPES, Record, RecordStatus, RecordType, SearchResult
+from ..spi import Capability, Hit, Order, RecordFilter
+from ..tokens import EstimateCounter, TokenCounter
+from ..validation import RESERVED_METADATA_KEY, validate_positive_int
+from .context import MemoryContext, ThreadScope
 from .search import HYBRID_VECTOR_WEIGHT, fuse_scores, neighbour_boost, statuses_for, validate_budget
-from .spi import Capability, Hit, Order, RecordFilter
-from .summarize import extractive_summary
-from .tokens import EstimateCounter, TokenCounter
-from .validation import RESERVED_METADATA_KEY, validate_positive_int
-
-if TYPE_CHECKING:
-    from .thread import Thread
+from .summary import summary_for_range_op, window_op
 
 CARD_TYPES = frozenset({*MEMORY_TYPES, RecordType.MESSAGE})
 """Keys accepted by ``min_relevant_results_by_type``."""
@@ -39,8 +36,6 @@ MEMORY_SCOPE_TYPES = MEMORY_TYPES | {RecordType.USER, RecordType.AGENT}
 DEFAULT_MAX_RELEVANT = 5
 BUDGET_MAX_RELEVANT = 300
 """Candidates fetched when a ``token_budget`` (and no ``max_relevant_results``) sizes the card."""
-SUMMARY_TOKENS = 250
-"""Length of the offline summary when no budget limits it."""
 QUERY_CHARS = 1500
 """Longest text used as one retrieval query (embedders truncate near 512 tokens anyway)."""
 SUMMARY_BUDGET_SHARE = 1 / 3
@@ -51,7 +46,6 @@ On the LoCoMo dev split (100-question sample, 2,000 tokens) the card's evidence 
 at 0.5, 0.63 at 0.15 and 0.65 at 0: the question is what the card must answer."""
 QUESTION_LOOKBACK = 20
 """How many recent messages are searched for the newest user turn."""
-CONTEXT_CARD_TOKEN_LIMIT = 100_000
 _STOP = set(
     "the a an and or but if then than that this these those is are was were be been being to of in on at for "
     "with from by as it its i me my we our you your he she they them their what which who whom how when where why "
@@ -81,52 +75,11 @@ def keyword_topics(texts: Sequence[str], n: int = 5) -> list[str]:
     return topics
 
 
-def _window_op(thread: Thread, limit: int) -> Op[list[Record]]:
-    flt = thread.client._alive(thread_id=thread.thread_id, record_types=frozenset({RecordType.MESSAGE}))
-    rows: list[Record] = yield Call(thread.client.store, "query", (flt,), {"order": Order.SEQ_DESC, "limit": limit})
-    return rows[::-1]
-
-
-def summary_op(thread: Thread, except_last: Any = 0, token_budget: Any = None, fallback_message_count: int = 5) -> Op[Summary]:
-    """``get_summary``: the stored running summary when it covers the range; else an LLM summary
-    of all but the last ``except_last`` messages (not stored); else an extractive fallback."""
-    except_last = validate_positive_int("except_last", except_last, minimum=0)
-    budget = validate_budget("token_budget", token_budget)
-    summary = yield from _summary_for_range_op(thread, except_last, fallback_message_count)
-    if budget is not None:
-        summary = summary.model_copy(update={"content": thread.client.token_counter.truncate(summary.content, budget)})
-    return summary
-
-
-def _summary_for_range_op(thread: Thread, except_last: int, fallback_count: int) -> Op[Summary]:
-    recent = yield from _window_op(thread, except_last + max(fallback_count, 1))
-    derived = recent[: len(recent) - except_last] if except_last else recent
-    if not derived:
-        return Summary(content="")
-    boundary = derived[-1].seq
-    stored = yield from stored_summary_op(thread.client, thread.thread_id)
-    if stored is not None and stored.content.strip() and stored.last_message_seq <= boundary:
-        return stored
-    llm = thread.effective_llm
-    if llm is not None and thread.extraction_config().enable_context_summary:
-        flt = thread.client._alive(thread_id=thread.thread_id, record_types=frozenset({RecordType.MESSAGE}), max_seq=boundary + 1)
-        rows: list[Record] = yield Call(thread.client.store, "query", (flt,))
-        output = yield from summarize_op(llm, "", rows, CONTEXT_CARD_TOKEN_LIMIT, thread.client.token_counter)
-        return Summary(content=output.summary, topics=tuple(output.topics[:8]), last_message_seq=boundary)
-    if fallback_count <= 0:
-        return Summary(revision=-1, content="", last_message_seq=boundary)
-    return Summary(
-        revision=-1,  # marks an extractive (not model-written) summary
-        content=extractive_summary(derived[-fallback_count:], SUMMARY_TOKENS, thread.client.token_counter),
-        last_message_seq=boundary,
-    )
-
-
-def _offline_topics_op(thread: Thread, derived: Sequence[Record]) -> Op[list[str]]:
+def _offline_topics_op(ctx: MemoryContext, scope: ThreadScope, derived: Sequence[Record]) -> Op[list[str]]:
     """Topics without an LLM: entities of this thread's newest valid memories, then frequent
     words of the user's messages."""
-    flt = thread.client._alive(thread_id=thread.thread_id, record_types=MEMORY_TYPES, statuses=frozenset({RecordStatus.VALID}))
-    memories: list[Record] = yield Call(thread.client.store, "query", (flt,), {"order": Order.SEQ_DESC, "limit": 20})
+    flt = ctx.alive(thread_id=scope.thread_id, record_types=MEMORY_TYPES, statuses=frozenset({RecordStatus.VALID}))
+    memories: list[Record] = yield Call(ctx.store, "query", (flt,), {"order": Order.SEQ_DESC, "limit": 20})
     topics: list[str] = []
     for mem in memories:
         for entity in (mem.metadata.get(RESERVED_METADATA_KEY) or {}).get("entities") or ():
@@ -141,13 +94,13 @@ def _offline_topics_op(thread: Thread, derived: Sequence[Record]) -> Op[list[str
 
 
 def _ranked_op(
-    thread: Thread, queries: Sequence[str], weights: Sequence[float], vectors: Any, groups: Sequence[RecordFilter], k: int
+    ctx: MemoryContext, queries: Sequence[str], weights: Sequence[float], vectors: Any, groups: Sequence[RecordFilter], k: int
 ) -> Op[list[Hit]]:
     """One ranking over every group (e.g. the user's memories and this thread's messages): per
     query, the groups' vector hits merged by distance and their keyword hits merged by BM25 score,
     then all fused by normalised score (``search.fuse_scores``, queries weighted), with
     neighbouring messages of strong matches raised (``search.neighbour_boost``)."""
-    store = thread.client.store
+    store = ctx.store
     keyword = Capability.KEYWORD_SEARCH in store.capabilities()
     rankings: list[tuple[float, list[Hit]]] = []
     for i, text in enumerate(queries):
@@ -167,7 +120,7 @@ def _ranked_op(
 
 
 def _typed_search_op(
-    thread: Thread, queries: Sequence[str], weights: Sequence[float], vectors: Any, types: frozenset[RecordType], base: RecordFilter,
+    ctx: MemoryContext, scope: ThreadScope, queries: Sequence[str], weights: Sequence[float], vectors: Any, types: frozenset[RecordType], base: RecordFilter,
     message_max_seq: int | None, k: int,
 ) -> Op[list[Hit]]:
     """Search memory-like/profile types in the user/agent scope and messages in this thread
@@ -177,13 +130,13 @@ def _typed_search_op(
     if mem_types:
         groups.append(replace(base, record_types=mem_types))
     if RecordType.MESSAGE in types and (message_max_seq is None or message_max_seq > 0):
-        groups.append(replace(base, record_types=frozenset({RecordType.MESSAGE}), thread_id=thread.thread_id, max_seq=message_max_seq))
+        groups.append(replace(base, record_types=frozenset({RecordType.MESSAGE}), thread_id=scope.thread_id, max_seq=message_max_seq))
     if not groups:
         return []
-    hits = yield from _ranked_op(thread, queries, weights, vectors, groups, k)
+    hits = yield from _ranked_op(ctx, queries, weights, vectors, groups, k)
     results = [SearchResult(record=h.record, distance=h.distance, score=float(h.score or 0.0), formatted_content="") for h in hits]
     query = queries[0] if queries else ""
-    for rerank in thread.client.rerankers:
+    for rerank in ctx.rerankers:
         known = {r.record.record_id for r in results}
         results = [r for r in rerank(query, results) if r.record.record_id in known]
     return [Hit(record=r.record, distance=r.distance, score=r.score) for r in results]
@@ -289,7 +242,8 @@ def validate_card_args(
 
 
 def context_card_op(
-    thread: Thread,
+    ctx: MemoryContext,
+    scope: ThreadScope,
     *,
     max_relevant_results: Any = None,
     min_relevant_results_by_type: Any = None,
@@ -311,18 +265,18 @@ def context_card_op(
     if max_relevant_results is None and (budget is not None or soft is not None):
         limit = max(limit, BUDGET_MAX_RELEVANT)  # the budget, not a count, sizes the card
     statuses = statuses_for(include_invalid_results)
-    renderer = thread.client.card_renderer_object()
+    renderer = ctx.renderer()
     tail_n = int(except_last_messages)
     recent_n = int(max_recent_messages)
     # a window wide enough to find the newest user turn behind a run of assistant/tool turns
     wanted = tail_n + max(recent_n, int(fallback_message_count), QUESTION_LOOKBACK)
-    window = yield from _window_op(thread, wanted)
+    window = yield from window_op(ctx, scope, wanted)
     derived = window[: len(window) - tail_n] if tail_n else window
     recent_msgs = window[-recent_n:] if recent_n else []
-    summary = yield from _summary_for_range_op(thread, tail_n, int(fallback_message_count))
+    summary = yield from summary_for_range_op(ctx, scope, tail_n, int(fallback_message_count))
     topics = list(summary.topics)
     if not topics:
-        topics = yield from _offline_topics_op(thread, derived)
+        topics = yield from _offline_topics_op(ctx, scope, derived)
     # the question being answered steers retrieval even when it sits in the raw tail; the tail
     # itself is never summarised or returned as relevant information
     question = next((m for m in reversed(window) if m.role == "user"), None)
@@ -330,8 +284,8 @@ def context_card_op(
     weighted = [(newest_user, 1.0), (summary.content[:QUERY_CHARS], CONTEXT_QUERY_WEIGHT), (" ".join(topics), CONTEXT_QUERY_WEIGHT)]
     queries = [q for q, _ in weighted if q.strip()]
     weights = [w for q, w in weighted if q.strip()]
-    base = thread.client._alive(
-        user_id=thread.user_id, agent_id=thread.agent_id, statuses=statuses, metadata_filter=metadata_filter,
+    base = ctx.alive(
+        user_id=scope.user_id, agent_id=scope.agent_id, statuses=statuses, metadata_filter=metadata_filter,
     )
     chosen: dict[str, Hit] = {}
     # the question is the query, not information about it; text already in the summary (or in an
@@ -345,14 +299,14 @@ def context_card_op(
         # messages shown raw (or excluded as the external tail) are never "relevant information"
         shown = (window[-tail_n:] if tail_n else []) + recent_msgs
         message_max_seq = min((m.seq for m in shown), default=None)
-        vectors = yield from embed_op(thread.client.embedder, queries, is_query=True)
+        vectors = yield from embed_op(ctx.embedder, queries, is_query=True)
         spare = 1 + int(fallback_message_count)  # hits that ``usable`` may drop: the question, quoted messages
         per_type = [
-            _typed_search_op(thread, queries, weights, vectors, frozenset({t}), base, message_max_seq, max(n, 1) + spare)
+            _typed_search_op(ctx, scope, queries, weights, vectors, frozenset({t}), base, message_max_seq, max(n, 1) + spare)
             for t, n in mins.items() if n > 0
         ]
-        all_types = _typed_search_op(thread, queries, weights, vectors, CARD_TYPES | {RecordType.USER}, base, message_max_seq, limit + spare)
-        concurrency = thread.context_card_type_search_concurrency
+        all_types = _typed_search_op(ctx, scope, queries, weights, vectors, CARD_TYPES | {RecordType.USER}, base, message_max_seq, limit + spare)
+        concurrency = scope.card_concurrency
         results: list[list[Hit]] = yield Gather(tuple([*per_type, all_types]), limit=concurrency)
         for (_type, count), hits in zip([(t, n) for t, n in mins.items() if n > 0], results[:-1]):
             for hit in usable(hits)[:count]:
@@ -364,14 +318,14 @@ def context_card_op(
             chosen.setdefault(hit.record.record_id, hit)
     elif limit:  # a fresh thread: nothing to search by yet, so the user's newest memories
         newest: list[Record] = yield Call(
-            thread.client.store, "query", (replace(base, record_types=MEMORY_TYPES),), {"order": Order.SEQ_DESC, "limit": limit}
+            ctx.store, "query", (replace(base, record_types=MEMORY_TYPES),), {"order": Order.SEQ_DESC, "limit": limit}
         )
         chosen = {r.record_id: Hit(record=r, score=0.0) for r in newest}
     candidates = [
         SearchResult(record=h.record, distance=h.distance, score=float(h.score or 0.0), formatted_content=renderer.item(h.record))
         for h in unrepeated(list(chosen.values()), "")
     ]
-    counter = thread.client.token_counter
+    counter = ctx.token_counter
     transcript = None
     if len(window) < wanted:  # the whole thread is in the window: the card never outgrows it
         transcript = sum(counter.count(f"{m.role}: {m.content}") for m in derived)

@@ -1,23 +1,26 @@
-"""The search pipeline over the SPI: candidates → fusion → rerank → cut → linked hops →
-formatting → token budgets. Written once as an effect generator (see ``effects``)."""
+"""Search: argument validation (``build_search``: scope is a hard boundary), then the pipeline
+over the SPI: candidates → fusion → rerank → cut → linked hops → formatting → token budgets.
+Written once as an effect generator (see ``effects``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from typing import Any
 
-from .config import SearchStrategy
-from .effects import Call, Op
-from .embedders import Embedder
-from .embedders.base import embed_op
-from .errors import InvalidArgument
-from .formatting import format_record
-from .records import MEMORY_TYPES, SEARCHABLE_TYPES, Link, LinkedResult, Record, RecordStatus, RecordType, SearchResult
-from .spi import ANY, Capability, Hit, MemoryStore, RecordFilter, ScopeValue
-from .tokens import EstimateCounter, TokenCounter
-from .validation import validate_positive_int, validate_record_type
+from ..config import SearchStrategy
+from ..effects import Call, Op
+from ..embedders import Embedder
+from ..embedders.base import embed_op
+from ..errors import InvalidArgument
+from ..filters import validate_metadata_filter
+from ..formatting import format_record
+from ..records import MEMORY_TYPES, SEARCHABLE_TYPES, Link, LinkedResult, Record, RecordStatus, RecordType, SearchResult
+from ..rerankers import Reranker
+from ..spi import ANY, Capability, Hit, MemoryStore, RecordFilter, ScopeValue
+from ..tokens import EstimateCounter, TokenCounter
+from ..validation import validate_content, validate_optional_id, validate_positive_int, validate_record_type
+from .context import MemoryContext, ThreadScope
 
 RRF_K = 60
 MAX_RESULTS_LIMIT = 1000
@@ -31,7 +34,6 @@ an answer often sits next to the turn that matches the question)."""
 NEIGHBOUR_SEQ_GAP = 4
 """Two candidate messages of one thread are neighbours when their sequence numbers are this close
 (records written between turns, such as extracted memories, take sequence numbers too)."""
-Reranker = Callable[[str, list[SearchResult]], list[SearchResult]]
 
 
 @dataclass(frozen=True)
@@ -58,8 +60,6 @@ def scope_value(argument: str, value: str | None, exact: bool | None) -> ScopeVa
     ``exact=None`` (default): equal when an id is given, unconstrained otherwise;
     ``exact=True``: equal to the id, or absent when the id is None; ``exact=False``: unconstrained.
     """
-    from .validation import validate_optional_id
-
     if exact is not None and not isinstance(exact, bool):
         raise InvalidArgument(f"exact_{argument.removesuffix('_id')}_match", f"must be a bool or None, got {exact!r}")
     validate_optional_id(argument, value)
@@ -115,8 +115,6 @@ def build_query(
     """Validate every search argument; raise ``InvalidArgument`` naming the bad one."""
     if not isinstance(query, str) or not query.strip():
         raise InvalidArgument("query", "must be a non-empty string")
-    from .validation import validate_content
-
     validate_content("query", query)
     if strategy is not None:
         try:
@@ -323,6 +321,74 @@ def statuses_for(include_invalid_results: Any, argument: str = "include_invalid_
     return None if include_invalid_results else frozenset({RecordStatus.VALID})
 
 
-def alive(now: datetime, **kwargs: Any) -> RecordFilter:
-    """A filter that hides expired records at ``now``."""
-    return RecordFilter(alive_at=now, **kwargs)
+
+def build_search(ctx: MemoryContext, query: Any, options: dict[str, Any], caller: str = "client") -> SearchQuery:
+    """Validate the search keywords of ``AgentMemory.search`` / ``Thread.search`` (``options``:
+    ``user_id``, ``agent_id``, ``thread_id``, the ``exact_*_match`` flags, ``max_results``,
+    ``record_types``, ``metadata_filter``, ``num_hops``, ``max_linked_results``,
+    ``include_invalid_results``, ``token_budget``, ``soft_token_budget``, ``strategy``,
+    ``rerankers``) into a ``SearchQuery``; an unknown keyword is an ``InvalidArgument``."""
+    if options.get("exact_user_match", True) is not True:
+        raise InvalidArgument("exact_user_match", f"{caller} search is always scoped to one user (must be True)")
+    try:
+        return _build_search(ctx, query, **options)
+    except TypeError as exc:
+        raise InvalidArgument("search options", str(exc)) from None
+
+
+def _build_search(
+    ctx: MemoryContext,
+    query: Any,
+    *,
+    user_id: Any,
+    agent_id: Any = None,
+    thread_id: Any = None,
+    exact_user_match: Any = True,
+    exact_agent_match: Any = None,
+    exact_thread_match: Any = None,
+    max_results: Any = 10,
+    record_types: Any = None,
+    metadata_filter: Any = None,
+    num_hops: Any = 0,
+    max_linked_results: Any = 100,
+    include_invalid_results: Any = True,
+    token_budget: Any = None,
+    soft_token_budget: Any = None,
+    strategy: Any = None,
+    rerankers: Sequence[Reranker] | None = None,
+) -> SearchQuery:
+    if metadata_filter is not None:
+        validate_metadata_filter(metadata_filter)
+    flt = ctx.alive(
+        record_types=parse_record_types(record_types),
+        user_id=scope_value("user_id", user_id, exact_user_match),
+        agent_id=scope_value("agent_id", agent_id, exact_agent_match),
+        thread_id=scope_value("thread_id", thread_id, exact_thread_match),
+        metadata_filter=metadata_filter,
+        statuses=statuses_for(include_invalid_results),
+    )
+    return build_query(
+        query,
+        filter=flt,
+        max_results=max_results,
+        strategy=strategy,
+        num_hops=num_hops,
+        max_linked_results=max_linked_results,
+        token_budget=token_budget,
+        soft_token_budget=soft_token_budget,
+        rerankers=ctx.rerankers if rerankers is None else rerankers,
+        token_counter=ctx.token_counter,
+    )
+
+
+def thread_search_options(scope: ThreadScope, options: dict[str, Any]) -> dict[str, Any]:
+    """``Thread.search`` defaults: the thread's user and agent exactly, any of their threads."""
+    return {
+        "user_id": scope.user_id,
+        "agent_id": scope.agent_id,
+        "thread_id": scope.thread_id,
+        "exact_user_match": True,
+        "exact_agent_match": True,
+        "exact_thread_match": False,
+        **options,
+    }

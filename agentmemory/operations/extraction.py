@@ -1,0 +1,303 @@
+"""Extraction, the pipeline run after ``add_messages``: schedule → context → extract → write →
+link → summary. With the defaults that is one LLM call per ``add_messages``: links
+(``DURING_EXTRACTION``) and a due summary update (``ContextSummaryUpdateMode``) are answered in
+the extraction call; the separate link and summary calls remain selectable. Written once as
+effect generators (sync and async share it); the background mode runs the same operation on a
+worker thread (``background``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from ..config import (
+    ContextSummaryUpdateMode,
+    MemoryExtractionConfig,
+    MemoryExtractionMode,
+    MemoryLinkExtractionMode,
+    ResolvedExtractionConfig,
+)
+from ..effects import Call, Op
+from ..embedders.base import embed_op
+from ..errors import InvalidArgument
+from ..extraction import prompts
+from ..extraction.base import Extractor, ExtractorChain, structured_op
+from ..extraction.models import ExtractionContext, ExtractionOutput, LinkOutput, SummaryOutput
+from ..ids import new_id
+from ..records import MEMORY_TYPES, Link, LinkType, Record, RecordStatus, RecordType
+from ..spi import NewRecord, Order, RecordPatch, WriteBatch
+from ..validation import RESERVED_METADATA_KEY, validate_metadata
+from .context import OMITTED, MemoryContext, ThreadScope
+from .links import invalidation_patches
+from .lookup import thread_record_op
+from .retention import expires_at
+from .summary import stored_summary_op, update_summary_op, write_summary_op
+
+PAST_MEMORY_K = 7
+LINK_BATCH = 10
+LINK_CANDIDATES = 2 * PAST_MEMORY_K
+MESSAGE_TYPES = frozenset({RecordType.MESSAGE})
+
+
+def thread_state(record: Record) -> dict[str, Any]:
+    """The extraction bookkeeping kept in a thread record."""
+    internal = record.metadata.get(RESERVED_METADATA_KEY) or {}
+    return dict(internal.get("state") or {})
+
+
+def resolve_extractor(ctx: MemoryContext, llm: Any) -> Extractor:
+    """The client's extractor. ``ctx.extractor`` is an ``Extractor``, a registered name, None
+    (the default: the LLM extractor when an LLM is set, else the rule-based one), or a list or
+    tuple of those, which runs as an ``ExtractorChain`` in list order (see ``Extractor.chain_op``:
+    each sees what the earlier ones found; by default all candidates are kept, earlier ones
+    first, duplicates dropped). Names come from the plugin registry."""
+    choice = ctx.extractor
+    if isinstance(choice, (list, tuple)):
+        return ExtractorChain([_one_extractor(ctx, llm, item) for item in choice])
+    return _one_extractor(ctx, llm, choice)
+
+
+def _one_extractor(ctx: MemoryContext, llm: Any, choice: Any) -> Extractor:
+    if isinstance(choice, Extractor):
+        return choice
+    if choice is not None and not isinstance(choice, str):
+        raise InvalidArgument(
+            "extractor", f"must be an Extractor, a registered extractor name, None or a list of those, got {type(choice).__name__}"
+        )
+    name = choice or ("llm" if llm is not None else "rules")
+    factory = ctx.plugins.load("extractors", name)
+    if name == "llm" or getattr(factory, "uses_llm", False):
+        if llm is None:
+            raise InvalidArgument("extractor", f"extractor {name!r} needs an llm")
+        return factory(llm=llm)
+    return factory()
+
+
+def after_messages_op(ctx: MemoryContext, scope: ThreadScope, added: list[Record], call: MemoryExtractionConfig | None = None) -> Op[None]:
+    """Run (or enqueue) extraction and summary updates for newly added messages; ``call`` is the
+    per-call config level (highest priority)."""
+    cfg = scope.extraction_config(ctx, call)
+    if not (cfg.extract_memories or cfg.enable_context_summary) or not added:
+        return
+    if cfg.extraction_mode is MemoryExtractionMode.BACKGROUND:
+        ctx.background.submit(scope.thread_id, lambda: process_op(ctx, scope, call))
+        return
+    yield from process_op(ctx, scope, call)
+
+
+def process_op(ctx: MemoryContext, scope: ThreadScope, call: MemoryExtractionConfig | None = None) -> Op[None]:
+    """Extract from messages not yet extracted (per frequency and window) and refresh the summary.
+
+    Settings are resolved from the thread record as stored now, so a handle created before an
+    ``update_thread`` still follows the update."""
+    llm = scope.effective_llm(ctx)
+    rec = yield from thread_record_op(ctx, scope.thread_id)
+    persisted = MemoryExtractionConfig.from_any((rec.metadata.get(RESERVED_METADATA_KEY) or {}).get("config") or {})
+    cfg = MemoryExtractionConfig.resolve(call, scope.live_overrides, persisted, ctx.extraction_config)
+    state = thread_state(rec)
+    extracted_seq = int(state.get("extracted_seq", 0))
+    summarized_seq = int(state.get("summarized_seq", 0))
+    base = ctx.alive(thread_id=scope.thread_id, record_types=MESSAGE_TYPES)
+    pending: list[Record] = yield Call(ctx.store, "query", (replace(base, min_seq=extracted_seq + 1),))
+    summary_due: list[Record] = []
+    if cfg.enable_context_summary and llm is not None:
+        unsummarized: list[Record] = yield Call(ctx.store, "query", (replace(base, min_seq=summarized_seq + 1),))
+        if unsummarized and _due(len(unsummarized), cfg.context_summary_update_frequency):
+            summary_due = unsummarized
+    if cfg.extract_memories and pending and _due(len(pending), cfg.memory_extraction_frequency):
+        window = pending
+        if cfg.memory_extraction_window > len(pending):  # the newest N messages, the new ones marked
+            recent: list[Record] = yield Call(ctx.store, "query", (base,), {"order": Order.SEQ_DESC, "limit": cfg.memory_extraction_window})
+            window = recent[::-1]
+        # the summary update rides along when it covers exactly the messages being extracted
+        fold = (
+            cfg.context_summary_update_mode is ContextSummaryUpdateMode.DURING_EXTRACTION
+            and [r.record_id for r in summary_due] == [r.record_id for r in pending]
+        )
+        new_memories, folded = yield from extract_op(ctx, scope, cfg, llm, window, {r.record_id for r in pending}, update_summary=fold)
+        state["extracted_seq"] = pending[-1].seq
+        if folded is not None:
+            yield from write_summary_op(ctx, scope, folded, summary_due[-1].seq)
+            state["summarized_seq"] = summary_due[-1].seq
+            summary_due = []
+        # saved before linking: a failed link call must not make these messages extract again
+        yield from _save_state_op(ctx, scope.thread_id, state)
+        if new_memories and cfg.memory_link_extraction_mode is MemoryLinkExtractionMode.POST_EXTRACTION and llm is not None:
+            yield from post_link_op(ctx, scope, llm, new_memories, cfg, set())
+    if summary_due:
+        yield from update_summary_op(ctx, scope, llm, summary_due, cfg.memory_extraction_token_limit)
+        state["summarized_seq"] = summary_due[-1].seq
+        yield from _save_state_op(ctx, scope.thread_id, state)
+
+
+def _due(count: int, frequency: int) -> bool:
+    """-1 (or ≤0): every call; N: once N unprocessed messages have accumulated."""
+    return frequency <= 0 or count >= frequency
+
+
+def _save_state_op(ctx: MemoryContext, thread_id: str, state: dict[str, Any]) -> Op[None]:
+    rec = yield from thread_record_op(ctx, thread_id)
+    meta = dict(rec.metadata)
+    internal = dict(meta.get(RESERVED_METADATA_KEY) or {})
+    internal["state"] = state
+    meta[RESERVED_METADATA_KEY] = internal
+    yield Call(ctx.store, "write", (WriteBatch(patch=[RecordPatch(rec.record_id, metadata=meta)]),))
+
+
+def past_memories_op(ctx: MemoryContext, scope: ThreadScope, text: str, k: int = PAST_MEMORY_K, exclude: Sequence[str] = ()) -> Op[list[Record]]:
+    """Valid memories of the thread's user and agent most similar to ``text`` (any thread)."""
+    found = yield from _similar_memories_op(ctx, scope, [text], k, exclude)
+    return found
+
+
+def link_candidates_op(ctx: MemoryContext, scope: ThreadScope, window: Sequence[Record], new_ids: set[str]) -> Op[list[Record]]:
+    """Past memories for an extraction that also decides links: those most similar to the new
+    messages together (what every extraction sees), then those most similar to each new message
+    on its own (what post-extraction linking would retrieve per new memory), at most
+    ``LINK_CANDIDATES``."""
+    new = [m.content for m in window if m.record_id in new_ids]
+    texts = ["\n".join(new), *new] if len(new) > 1 else ["\n".join(new)]
+    found = yield from _similar_memories_op(ctx, scope, texts, PAST_MEMORY_K)
+    return found[:LINK_CANDIDATES]
+
+
+def _similar_memories_op(ctx: MemoryContext, scope: ThreadScope, texts: Sequence[str], k: int, exclude: Sequence[str] = ()) -> Op[list[Record]]:
+    """The ``k`` valid memories most similar to each of ``texts`` (one embedding batch), in the
+    order of ``texts`` then similarity, each once."""
+    vectors = yield from embed_op(ctx.embedder, [t[:4000] for t in texts], is_query=True)
+    flt = ctx.alive(
+        record_types=MEMORY_TYPES,
+        user_id=scope.user_id,
+        agent_id=scope.agent_id,
+        statuses=frozenset({RecordStatus.VALID}),
+    )
+    skip = set(exclude)
+    out: dict[str, Record] = {}
+    for vector in vectors:
+        hits = yield Call(ctx.store, "vector_search", (vector, flt, k + len(exclude)))
+        for h in [h for h in hits if h.record.record_id not in skip][:k]:
+            out.setdefault(h.record.record_id, h.record)
+    return list(out.values())
+
+
+def extract_op(
+    ctx: MemoryContext,
+    scope: ThreadScope,
+    cfg: ResolvedExtractionConfig,
+    llm: Any,
+    window: list[Record],
+    new_ids: set[str],
+    update_summary: bool = False,
+) -> Op[tuple[list[Record], SummaryOutput | None]]:
+    """One extraction over ``window``: writes the memories (and slot/during links and the
+    invalidations they cause) in one batch and returns them, with the updated summary when
+    ``update_summary`` asked the extractor to fold it in and it did."""
+    extractor = resolve_extractor(ctx, llm)
+    summary = yield from stored_summary_op(ctx, scope.thread_id)
+    during = cfg.memory_link_extraction_mode is MemoryLinkExtractionMode.DURING_EXTRACTION and extractor.uses_llm
+    if during:
+        past = yield from link_candidates_op(ctx, scope, window, new_ids)
+    else:
+        past = yield from past_memories_op(ctx, scope, "\n".join(m.content for m in window if m.record_id in new_ids))
+    context = ExtractionContext(
+        messages=window,
+        new_message_ids=frozenset(new_ids),
+        past_memories=past,
+        summary=summary.content if summary else "",
+        custom_instructions=cfg.memory_extraction_custom_instructions,
+        link_during_extraction=during,
+        link_custom_instructions=cfg.memory_link_extraction_custom_instructions,
+        token_limit=cfg.memory_extraction_token_limit,
+        user_id=scope.user_id,
+        agent_id=scope.agent_id,
+        update_summary=update_summary and extractor.uses_llm,
+        token_counter=ctx.token_counter,
+    )
+    output: ExtractionOutput = yield from extractor.extract_op(context)
+    folded = output.summary if context.update_summary else None
+    known = {p.content.strip().lower() for p in past}
+    candidates = [c for c in output.memories if c.content.strip().lower() not in known]
+    if not candidates:
+        return [], folded
+    now = ctx.now()
+    # a memory is as old as the newest message it came from (imported history keeps its dates)
+    stated_at = max((m.timestamp for m in window if m.record_id in new_ids), default=now)
+    extraction_id = new_id()
+    records = []
+    for cand in candidates:
+        internal: dict[str, Any] = {"extraction_id": extraction_id, "extractor": extractor.name, "entities": cand.entities}
+        metadata: dict[str, Any] = {**validate_metadata("metadata", cand.metadata), RESERVED_METADATA_KEY: internal}
+        if cand.slot:
+            internal["slot"] = cand.slot
+        if cand.valid_until:
+            internal["valid_until"] = cand.valid_until
+        records.append(
+            Record(
+                record_id=new_id(),
+                record_type=RecordType(cand.type),
+                content=cand.content,
+                user_id=scope.user_id,
+                agent_id=scope.agent_id,
+                thread_id=scope.thread_id,
+                timestamp=stated_at,
+                created_at=now,
+                expires_at=expires_at(ctx, OMITTED, now, stated_at),
+                metadata=metadata,
+            )
+        )
+    vectors = yield from embed_op(ctx.embedder, [r.content for r in records])
+    past_by_id = {p.record_id: p for p in past}
+    links: list[Link] = []
+    linked_pairs: set[frozenset[str]] = set()
+    if cfg.memory_link_extraction_mode is not MemoryLinkExtractionMode.DISABLED:
+        for rec, cand in zip(records, candidates):
+            proposals = [(lc.target_id, LinkType(lc.link_type)) for lc in cand.links] if during else []
+            if cand.slot:  # single-valued attribute: the new value supersedes the old one
+                proposals += [(p.record_id, LinkType.SUPERSEDES) for p in past if (p.metadata.get(RESERVED_METADATA_KEY) or {}).get("slot") == cand.slot]
+            for target_id, ltype in proposals:
+                pair = frozenset({rec.record_id, target_id})
+                if target_id in past_by_id and pair not in linked_pairs:
+                    linked_pairs.add(pair)
+                    links.append(Link(link_id=new_id(), source_id=rec.record_id, target_id=target_id, link_type=ltype, created_at=now))
+    patches = invalidation_patches(links, past_by_id)
+    batch = WriteBatch(add=[NewRecord(r, v) for r, v in zip(records, vectors)], patch=patches, add_links=links)
+    yield Call(ctx.store, "write", (batch,))
+    return records, folded
+
+
+def post_link_op(
+    ctx: MemoryContext,
+    scope: ThreadScope,
+    llm: Any,
+    new: list[Record],
+    cfg: ResolvedExtractionConfig,
+    already: set[frozenset[str]],
+) -> Op[None]:
+    """One extra LLM call per batch of new memories: link them to retrieved candidates."""
+    new_ids = {r.record_id for r in new}
+    for start in range(0, len(new), LINK_BATCH):
+        chunk = new[start : start + LINK_BATCH]
+        candidates: dict[str, Record] = {}
+        for rec in chunk:
+            found = yield from past_memories_op(ctx, scope, rec.content, exclude=sorted(new_ids))
+            candidates.update({c.record_id: c for c in found})
+        if not candidates:
+            continue
+        messages = prompts.link_messages(chunk, list(candidates.values()), cfg.memory_link_extraction_custom_instructions,
+                                         cfg.memory_link_extraction_token_limit, ctx.token_counter)
+        output: LinkOutput = yield from structured_op(llm, messages, LinkOutput)
+        chunk_ids = {r.record_id for r in chunk}
+        now = ctx.now()
+        links = []
+        for d in output.links:
+            pair = frozenset({d.source_id, d.target_id})
+            if d.source_id in chunk_ids and d.target_id in candidates and pair not in already:
+                already.add(pair)
+                links.append(Link(link_id=new_id(), source_id=d.source_id, target_id=d.target_id, link_type=LinkType(d.link_type), created_at=now))
+        if links:
+            batch = WriteBatch(patch=invalidation_patches(links, candidates), add_links=links)
+            yield Call(ctx.store, "write", (batch,))
+
+

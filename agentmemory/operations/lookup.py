@@ -1,0 +1,72 @@
+"""What most operations start with: reading one record (alive, of a type, or a thread's record),
+splitting its metadata into the user's part and the reserved ``$agent_memory`` part, and parsing
+the arguments every listing and write shares (timestamps, list scopes)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from ..effects import Call, Op
+from ..errors import InvalidArgument, NotFound
+from ..ids import thread_record_id
+from ..records import Record, RecordType
+from ..spi import ANY, RecordFilter
+from ..validation import RESERVED_METADATA_KEY, validate_id, validate_optional_id
+from .context import OMITTED, MemoryContext
+
+LIST_LIMIT_MAX = 10_000
+
+
+def get_record_op(ctx: MemoryContext, record_id: str, types: frozenset[RecordType], kind: str) -> Op[Record]:
+    """The alive record ``record_id`` of one of ``types``; ``NotFound`` names it as ``kind``."""
+    rows: list[Record] = yield Call(ctx.store, "query", (ctx.alive(record_ids=(record_id,), record_types=types),))
+    if not rows:
+        raise NotFound(kind, record_id)
+    return rows[0]
+
+
+def thread_record_op(ctx: MemoryContext, thread_id: str) -> Op[Record]:
+    """The stored record of thread ``thread_id``; ``NotFound`` when there is none."""
+    validate_id("thread_id", thread_id)
+    rows: list[Record] = yield Call(
+        ctx.store,
+        "query",
+        (RecordFilter(record_ids=(thread_record_id(thread_id),), record_types=frozenset({RecordType.THREAD})),),
+    )
+    if not rows:
+        raise NotFound("thread", thread_id)
+    return rows[0]
+
+
+def user_metadata(record: Record) -> dict[str, Any]:
+    """A record's metadata without the reserved ``$agent_memory`` key."""
+    return {k: v for k, v in record.metadata.items() if k != RESERVED_METADATA_KEY}
+
+
+def internal_metadata(record: Record) -> dict[str, Any]:
+    """The reserved ``$agent_memory`` part of a record's metadata."""
+    value = record.metadata.get(RESERVED_METADATA_KEY) or {}
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
+def parse_timestamp(argument: str, value: Any) -> datetime | None:
+    """A datetime or ISO-8601 string (naive means UTC), or None."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidArgument(argument, f"not an ISO-8601 timestamp: {value!r}") from None
+    if not isinstance(value, datetime):
+        raise InvalidArgument(argument, f"must be a datetime or ISO string, got {type(value).__name__}")
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+def list_scope(argument: str, value: Any) -> Any:
+    """List APIs: an omitted scope key is unconstrained; a given one (even None) is exact."""
+    if value is OMITTED:
+        return ANY
+    return validate_optional_id(argument, value)
