@@ -54,6 +54,7 @@ def test() -> int:
     run(PY, "-m", "pip", "install", "-q", "-r", "requirements-dev.txt")
     run(PY, "-m", "ruff", "check", "agentmemory")
     run(PY, "-m", "mypy", "agentmemory")
+    run(BIN / "lint-imports", "--no-cache")  # the layers and the absence of cycles (pyproject.toml, docs/architecture.md)
     paths = [p for p in TEST_PATHS if (ROOT / p).is_dir()]
     code = subprocess.run([str(PY), "-m", "pytest", *paths, *sys.argv[2:]], cwd=ROOT).returncode
     if code == 5:  # pytest's "no tests collected" must not pass as green
