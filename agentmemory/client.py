@@ -68,7 +68,7 @@ class AgentMemory:
             raise InvalidArgument("retention", "must be a MemoryRetentionConfig")
         self.plugins = plugin_manager or get_plugin_manager()
         self.store: MemoryStore = resolve_store(store, self.plugins)
-        self.embedder: Embedder = as_embedder(embedder) if embedder is not None else default_embedder()
+        self.embedder: Embedder = as_embedder(embedder, self.plugins) if embedder is not None else default_embedder()
         self.llm = as_llm(llm, self.plugins)  # a LangChain chat model / Embeddings is wrapped (agentmemory.integrations.langchain)
         self.memory_extraction_config = MemoryExtractionConfig.from_any(memory_extraction_config)
         self.retention = retention or MemoryRetentionConfig()

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..plugins import PluginManager, get_plugin_manager, loaded_instance
+from ..plugins import PluginManager, get_plugin_manager
 
 
 @dataclass(frozen=True)
@@ -43,9 +43,6 @@ class Llm(ABC):
         """Async ``generate`` (a worker thread unless overridden)."""
         return await asyncio.to_thread(self.generate, messages, response_json_schema=response_json_schema)
 
-
-langchain_instance = loaded_instance
-"""``plugins.loaded_instance`` under its former name here (it was LangChain's detector)."""
 
 
 def as_llm(value: Any, plugins: PluginManager | None = None) -> Any:
