@@ -23,12 +23,10 @@ The production version of the middleware in the LangGraph short-term-memory guid
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
@@ -40,218 +38,30 @@ from ... import observability
 from ...client import AgentMemory
 from ...config import MemoryExtractionConfig
 from ...effects import Call, Op, run_async, run_sync
-from ...errors import Conflict, InvalidArgument, NotFound
+from ...errors import InvalidArgument
 from ...llm.base import Llm, as_llm
-from ...records import Record, RecordType
-from ...spi import RecordFilter
+from ...records import Record
 from ...thread import Thread
-
-CARD_MESSAGE_NAME = "memory_context_card"
-"""The ``name`` of the injected card message (the name the seed guide uses)."""
-CARD_SOURCE = "agentmemory_context_card"
-"""``additional_kwargs["lc_source"]`` of the injected card message."""
-EMPTY_CARD = "<context_card>\n  No relevant short-term context yet.\n</context_card>"
-CARD_OPTIONS = frozenset(
-    {
-        "max_relevant_results",
-        "min_relevant_results_by_type",
-        "fallback_message_count",
-        "metadata_filter",
-        "include_invalid_results",
-        "token_budget",
-        "soft_token_budget",
-    }
+from .turns import (
+    CARD_MESSAGE_NAME,
+    CARD_OPTIONS,
+    CARD_SOURCE,
+    DEFER_EXTRACTION,
+    EMPTY_CARD,
+    KNOWN_CACHE_LIMIT,
+    ContextSize,
+    MemoryIo,
+    Pattern,
+    Scope,
+    TokenCounter,
+    Trigger,
+    Turn,
+    message_record_id,
+    message_text,
+    normalize_trigger,
+    persisted_role,
+    validate_size,
 )
-"""``get_context_card`` arguments a caller may set through ``card_options``."""
-_METRICS = ("tokens", "messages", "fraction")
-_KNOWN_CACHE_LIMIT = 200_000
-
-TokenCounter = Callable[[Iterable[BaseMessage]], int]
-ContextSize = tuple[str, float]
-"""``("tokens", n)``, ``("messages", n)`` or ``("fraction", f)``, as in ``SummarizationMiddleware``."""
-Trigger = ContextSize | Mapping[str, float] | Sequence[ContextSize | Mapping[str, float]] | None
-"""One threshold (tuple), an AND of thresholds (mapping) or an OR of those (list); None = never."""
-Pattern = Literal["external_tail", "self_contained"]
-DEFER_EXTRACTION = {"extract_memories": False, "enable_context_summary": False}
-"""The per-call config of turns written before the agent's model is known (``llm="agent"``):
-they are extracted, with the later turns, once it is."""
-
-
-def message_text(message: BaseMessage | Any) -> str:
-    """The plain text of a message: its string content, or the text blocks of a block list."""
-    content = getattr(message, "content", "")
-    if isinstance(content, str):
-        return content
-    parts: list[str] = []
-    for block in content if isinstance(content, list) else [content]:
-        if isinstance(block, str):
-            parts.append(block)
-        elif isinstance(block, Mapping) and block.get("type") == "text" and isinstance(block.get("text"), str):
-            parts.append(block["text"])
-    return "\n".join(parts)
-
-
-def _validate_size(argument: str, kind: Any, value: Any) -> tuple[str, float]:
-    if kind not in _METRICS:
-        raise InvalidArgument(argument, f"unknown metric {kind!r}; use one of {', '.join(_METRICS)}")
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidArgument(argument, f"{kind} threshold must be a number, got {value!r}")
-    if kind == "fraction":
-        if not 0 < value <= 1:
-            raise InvalidArgument(argument, f"fraction must be in (0, 1], got {value}")
-    elif not isinstance(value, int) or value <= 0:
-        raise InvalidArgument(argument, f"{kind} threshold must be a positive int, got {value!r}")
-    return kind, value
-
-
-def normalize_trigger(trigger: Any) -> list[dict[str, float]]:
-    """``trigger`` as a list of AND-clauses (OR across clauses), validated like LangChain's."""
-    if trigger is None:
-        return []
-
-    def clause(item: Any) -> dict[str, float]:
-        if isinstance(item, tuple):
-            if len(item) != 2:
-                raise InvalidArgument("trigger", f"a threshold is a (metric, value) pair, got {item!r}")
-            kind, value = _validate_size("trigger", item[0], item[1])
-            return {kind: value}
-        if isinstance(item, Mapping):
-            if not item:
-                raise InvalidArgument("trigger", "a trigger clause needs at least one of tokens, messages, fraction")
-            return dict(_validate_size("trigger", k, v) for k, v in item.items())
-        raise InvalidArgument("trigger", f"expected a (metric, value) tuple or a mapping, got {type(item).__name__}")
-
-    if isinstance(trigger, (tuple, Mapping)):
-        return [clause(trigger)]
-    if isinstance(trigger, list):
-        if not trigger:
-            raise InvalidArgument("trigger", "an empty list never fires; pass None to disable compaction")
-        return [clause(item) for item in trigger]
-    raise InvalidArgument("trigger", f"expected a tuple, a mapping, a list of them or None, got {type(trigger).__name__}")
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def message_record_id(thread_id: str, role: str, message: BaseMessage, text: str) -> str:
-    """The agentmemory record id of a LangChain message in a thread: from its id, or from its
-    role and text when it has none (stable across processes, unlike ``hash()``)."""
-    key = f"id:{message.id}" if message.id else f"{role}:{_sha(text)}"
-    return "lg-" + _sha(f"{thread_id}\x00{key}")[:40]
-
-
-def persisted_role(message: BaseMessage) -> str | None:
-    """``user`` / ``assistant`` for turns worth remembering; None for tool calls, tool results,
-    system and synthetic messages."""
-    if isinstance(message, HumanMessage):
-        if message.additional_kwargs.get("lc_source") in (CARD_SOURCE, "summarization"):
-            return None
-        return "user"
-    if isinstance(message, AIMessage) and not message.tool_calls:
-        return "assistant"
-    return None
-
-
-@dataclass(frozen=True)
-class _Turn:
-    record_id: str
-    role: str
-    text: str
-    message_id: str | None
-
-
-@dataclass(frozen=True)
-class _Scope:
-    thread_id: str
-    user_id: str | None
-    agent_id: str | None
-
-
-class _Io:
-    """The few agentmemory calls the middleware makes, as sync methods and ``a``-prefixed async
-    twins, so the middleware's logic is written once and driven by ``run_sync``/``run_async``."""
-
-    trace_name = "middleware"
-
-    def __init__(self, memory: AgentMemory, config: MemoryExtractionConfig | None) -> None:
-        self.memory = memory
-        self.config = config
-
-    def thread(self, scope: _Scope) -> Thread:
-        try:
-            return self.memory.get_thread(scope.thread_id)
-        except NotFound:
-            pass
-        try:
-            return self.memory.create_thread(
-                scope.thread_id, user_id=scope.user_id, agent_id=scope.agent_id, memory_extraction_config=self.config
-            )
-        except Conflict:  # created concurrently
-            return self.memory.get_thread(scope.thread_id)
-
-    async def athread(self, scope: _Scope) -> Thread:
-        try:
-            return await self.memory.get_thread_async(scope.thread_id)
-        except NotFound:
-            pass
-        try:
-            return await self.memory.create_thread_async(
-                scope.thread_id, user_id=scope.user_id, agent_id=scope.agent_id, memory_extraction_config=self.config
-            )
-        except Conflict:
-            return await self.memory.get_thread_async(scope.thread_id)
-
-    def _messages_filter(self, thread: Thread, **kwargs: Any) -> RecordFilter:
-        return RecordFilter(thread_id=thread.thread_id, record_types=frozenset({RecordType.MESSAGE}), **kwargs)
-
-    def stored(self, thread: Thread, record_ids: Sequence[str]) -> list[Record]:
-        return self.memory.store.query(self._messages_filter(thread, record_ids=tuple(record_ids)))
-
-    async def astored(self, thread: Thread, record_ids: Sequence[str]) -> list[Record]:
-        return await self.memory.store.aquery(self._messages_filter(thread, record_ids=tuple(record_ids)))
-
-    def messages_from(self, thread: Thread, seq: int) -> int:
-        """How many live messages of the thread have ``seq`` or a later one."""
-        return self.memory.store.count(self._messages_filter(thread, min_seq=seq, alive_at=self.memory.now()))
-
-    async def amessages_from(self, thread: Thread, seq: int) -> int:
-        return await self.memory.store.acount(self._messages_filter(thread, min_seq=seq, alive_at=self.memory.now()))
-
-    def _batch(self, turns: Sequence[_Turn]) -> list[dict[str, Any]]:
-        return [
-            {
-                "role": t.role,
-                "content": t.text,
-                "id": t.record_id,
-                "metadata": {"langgraph_message_id": t.message_id} if t.message_id else {},
-            }
-            for t in turns
-        ]
-
-    def add(self, thread: Thread, turns: Sequence[_Turn], call: Mapping[str, Any] | None = None) -> None:
-        try:
-            thread.add_messages(self._batch(turns), memory_extraction_config=call)
-        except Conflict:  # another worker wrote some of them first: add the rest once
-            known = {r.record_id for r in self.stored(thread, [t.record_id for t in turns])}
-            rest = [t for t in turns if t.record_id not in known]
-            if rest:
-                thread.add_messages(self._batch(rest), memory_extraction_config=call)
-
-    async def aadd(self, thread: Thread, turns: Sequence[_Turn], call: Mapping[str, Any] | None = None) -> None:
-        try:
-            await thread.add_messages_async(self._batch(turns), memory_extraction_config=call)
-        except Conflict:
-            known = {r.record_id for r in await self.astored(thread, [t.record_id for t in turns])}
-            rest = [t for t in turns if t.record_id not in known]
-            if rest:
-                await thread.add_messages_async(self._batch(rest), memory_extraction_config=call)
-
-    def card(self, thread: Thread, options: dict[str, Any]) -> str:
-        return thread.get_context_card(**options).content
-
-    async def acard(self, thread: Thread, options: dict[str, Any]) -> str:
-        return (await thread.get_context_card_async(**options)).content
 
 
 class AgentMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -310,7 +120,7 @@ class AgentMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.trigger_clauses = normalize_trigger(trigger)
         if not isinstance(keep, tuple) or len(keep) != 2:
             raise InvalidArgument("keep", f"must be one (metric, value) pair, got {keep!r}")
-        self.keep = _validate_size("keep", keep[0], keep[1])
+        self.keep = validate_size("keep", keep[0], keep[1])
         if pattern not in ("external_tail", "self_contained"):
             raise InvalidArgument("pattern", f"must be 'external_tail' or 'self_contained', got {pattern!r}")
         self.pattern: Pattern = pattern
@@ -345,7 +155,7 @@ class AgentMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.card_message_name = card_message_name
         self.empty_card_text = empty_card_text
         config = None if memory_extraction_config is None else MemoryExtractionConfig.from_any(memory_extraction_config)
-        self._io = _Io(memory, config)
+        self._io = MemoryIo(memory, config)
         if isinstance(llm, str) and llm != "agent":
             raise InvalidArgument("llm", f"must be 'agent', None, a LangChain chat model or an Llm, got {llm!r}")
         self.llm_choice: Any = llm if isinstance(llm, str) or llm is None else as_llm(llm)
@@ -423,7 +233,7 @@ class AgentMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return self.llm_choice == "agent" and self.memory.llm is None and self._agent_llm is None
 
     # ---- scope ----------------------------------------------------------------------------
-    def _scope(self, runtime: Runtime[Any] | None) -> _Scope:
+    def _scope(self, runtime: Runtime[Any] | None) -> Scope:
         configurable: Mapping[str, Any] = {}
         try:
             from langgraph.config import get_config
@@ -449,9 +259,9 @@ class AgentMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 "AgentMemoryMiddleware needs a thread: pass thread_id= or run the agent with "
                 "config={'configurable': {'thread_id': ...}}",
             )
-        return _Scope(str(thread_id), pick("user_id", self.user_id), pick("agent_id", self.agent_id))
+        return Scope(str(thread_id), pick("user_id", self.user_id), pick("agent_id", self.agent_id))
 
-    def _thread_op(self, scope: _Scope) -> Op[Thread]:
+    def _thread_op(self, scope: Scope) -> Op[Thread]:
         thread = self._threads.get(scope.thread_id)
         if thread is None:
             thread = yield Call(self._io, "thread", (scope,))
@@ -461,8 +271,8 @@ class AgentMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return thread
 
     # ---- persistence ----------------------------------------------------------------------
-    def _turns(self, thread: Thread, messages: Sequence[BaseMessage]) -> list[_Turn]:
-        turns: list[_Turn] = []
+    def _turns(self, thread: Thread, messages: Sequence[BaseMessage]) -> list[Turn]:
+        turns: list[Turn] = []
         seen: set[str] = set()
         for message in messages:
             if self.is_card_message(message):
@@ -477,10 +287,10 @@ class AgentMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             if rid in seen:
                 continue
             seen.add(rid)
-            turns.append(_Turn(rid, role, text, message.id))
+            turns.append(Turn(rid, role, text, message.id))
         return turns
 
-    def _persist_turns_op(self, thread: Thread, turns: Sequence[_Turn]) -> Op[None]:
+    def _persist_turns_op(self, thread: Thread, turns: Sequence[Turn]) -> Op[None]:
         fresh = [t for t in turns if t.record_id not in self._known]
         if not fresh:
             return
@@ -490,11 +300,11 @@ class AgentMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if todo:
             yield Call(self._io, "add", (thread, todo, DEFER_EXTRACTION if self._waiting_for_agent_model else None))
         with self._lock:
-            if len(self._known) > _KNOWN_CACHE_LIMIT:  # only a cache: the store is the truth
+            if len(self._known) > KNOWN_CACHE_LIMIT:  # only a cache: the store is the truth
                 self._known.clear()
             self._known.update(t.record_id for t in fresh)
 
-    def _persist_op(self, messages: Sequence[BaseMessage], scope: _Scope) -> Op[None]:
+    def _persist_op(self, messages: Sequence[BaseMessage], scope: Scope) -> Op[None]:
         thread = yield from self._thread_op(scope)
         yield from self._persist_turns_op(thread, self._turns(thread, messages))
 
@@ -556,7 +366,7 @@ class AgentMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             additional_kwargs={"lc_source": CARD_SOURCE},
         )
 
-    def _before_model_op(self, messages: list[BaseMessage], scope: _Scope) -> Op[dict[str, Any] | None]:
+    def _before_model_op(self, messages: list[BaseMessage], scope: Scope) -> Op[dict[str, Any] | None]:
         thread = yield from self._thread_op(scope)
         organic = self.organic_messages(messages)
         turns = self._turns(thread, organic)

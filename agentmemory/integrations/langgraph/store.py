@@ -33,7 +33,6 @@ cosine similarity (``score``), unindexed matches after the scored ones.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -43,10 +42,8 @@ from typing import Any
 from langgraph.store.base import (
     BaseStore,
     GetOp,
-    InvalidNamespaceError,
     Item,
     ListNamespacesOp,
-    MatchCondition,
     Op,
     PutOp,
     Result,
@@ -67,114 +64,16 @@ from ...operations.retention import expires_at
 from ...records import MEMORY_TYPES, Record, RecordStatus, RecordType
 from ...spi import ANY, NewRecord, RecordFilter, RecordPatch, ScopeValue, WriteBatch
 from ...validation import validate_memory_type, validate_metadata, validate_optional_id
-
-META_KEY = "langgraph"
-"""The metadata key under which an item's namespace, key and value are kept."""
-MAX_CANDIDATES = 10_000
-"""The most records one search or namespace listing reads from the backend."""
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _check_labels(namespace: Any, *, for_write: bool) -> tuple[str, ...]:
-    """LangGraph's namespace rules: string labels, none empty, no ``.``, no NUL; a written
-    namespace is non-empty and does not start with ``langgraph``."""
-    if not isinstance(namespace, tuple):
-        namespace = tuple(namespace) if isinstance(namespace, list) else namespace
-    if not isinstance(namespace, tuple):
-        raise InvalidNamespaceError(f"Namespace must be a tuple of strings, got {namespace!r}")
-    for label in namespace:
-        if not isinstance(label, str):
-            raise InvalidNamespaceError(f"Invalid namespace label {label!r} in {namespace}: labels must be strings")
-        if not label or "." in label or "\x00" in label:
-            raise InvalidNamespaceError(
-                f"Invalid namespace label {label!r} in {namespace}: labels are non-empty, without '.' or NUL"
-            )
-    if for_write:
-        if not namespace:
-            raise InvalidNamespaceError("Namespace cannot be empty.")
-        if namespace[0] == "langgraph":
-            raise InvalidNamespaceError(f'Root label for namespace cannot be "langgraph". Got: {namespace}')
-    return namespace
-
-
-def compare_values(item_value: Any, filter_value: Any) -> bool:
-    """LangGraph's filter semantics (``InMemoryStore``): nested objects, exact lists, and the
-    ``$eq $ne $gt $gte $lt $lte`` operators."""
-    if isinstance(filter_value, Mapping):
-        if any(isinstance(k, str) and k.startswith("$") for k in filter_value):
-            return all(_apply_operator(item_value, op, arg) for op, arg in filter_value.items())
-        if not isinstance(item_value, Mapping):
-            return False
-        return all(compare_values(item_value.get(k), v) for k, v in filter_value.items())
-    if isinstance(filter_value, (list, tuple)):
-        return (
-            isinstance(item_value, (list, tuple))
-            and len(item_value) == len(filter_value)
-            and all(compare_values(i, f) for i, f in zip(item_value, filter_value))
-        )
-    return bool(item_value == filter_value)
-
-
-def _apply_operator(value: Any, operator: str, arg: Any) -> bool:
-    if operator == "$eq":
-        return bool(value == arg)
-    if operator == "$ne":
-        return bool(value != arg)
-    if operator in ("$gt", "$gte", "$lt", "$lte"):
-        try:
-            left, right = float(value), float(arg)
-        except (TypeError, ValueError):
-            return False
-        return {"$gt": left > right, "$gte": left >= right, "$lt": left < right, "$lte": left <= right}[operator]
-    raise InvalidArgument("filter", f"unsupported operator {operator!r}; use $eq, $ne, $gt, $gte, $lt, $lte")
-
-
-def _pushdown(flt: Mapping[str, Any] | None) -> tuple[dict[str, Any], bool]:
-    """The part of a LangGraph filter the backend evaluates identically (string equality and
-    ``$ne`` on strings, nested), and whether that is all of it."""
-    out: dict[str, Any] = {}
-    exact = True
-    for key, expr in (flt or {}).items():
-        if not isinstance(key, str) or not key or key.startswith("$"):
-            exact = False
-            continue
-        if isinstance(expr, str):
-            out[key] = expr
-        elif isinstance(expr, Mapping) and len(expr) == 1 and next(iter(expr)) in ("$eq", "$ne"):
-            (op, arg), = expr.items()
-            if isinstance(arg, str):
-                out[key] = arg if op == "$eq" else {"$not": arg}
-            else:
-                exact = False
-        elif isinstance(expr, Mapping) and expr and not any(isinstance(k, str) and k.startswith("$") for k in expr):
-            inner, inner_exact = _pushdown(expr)
-            if inner:
-                out[key] = inner
-            exact = exact and inner_exact and bool(inner) and len(inner) == len(expr)
-        else:
-            exact = False
-    return out, exact
-
-
-def _value_of(meta: Mapping[str, Any]) -> dict[str, Any]:
-    value = meta.get("value")
-    return value if isinstance(value, dict) else {}
-
-
-def _does_match(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
-    path = tuple(condition.path)
-    if len(namespace) < len(path):
-        return False
-    if condition.match_type == "prefix":
-        pairs = zip(namespace, path)
-    elif condition.match_type == "suffix":
-        pairs = zip(reversed(namespace), reversed(path))
-    else:
-        raise InvalidArgument("match_type", f"must be 'prefix' or 'suffix', got {condition.match_type!r}")
-    return all(p == "*" or k == p for k, p in pairs)
+from .namespaces import (
+    MAX_CANDIDATES,
+    META_KEY,
+    check_labels,
+    compare_values,
+    content_hash,
+    does_match,
+    pushdown,
+    value_of,
+)
 
 
 class AgentMemoryStore(BaseStore):
@@ -329,7 +228,7 @@ class AgentMemoryStore(BaseStore):
 
     def _record_id(self, namespace: tuple[str, ...], key: str) -> str:
         user, agent = self._scope_of(namespace)
-        return "lgs-" + _sha(json.dumps([user, agent, list(namespace), key], ensure_ascii=False))[:40]
+        return "lgs-" + content_hash(json.dumps([user, agent, list(namespace), key], ensure_ascii=False))[:40]
 
     def _filter(self, prefix: Sequence[str], now: datetime, *, value: Mapping[str, Any] | None = None, **meta: Any) -> RecordFilter:
         user, agent = self._scope_filter(prefix)
@@ -351,7 +250,7 @@ class AgentMemoryStore(BaseStore):
     def _item(self, record: Record, score: float | None = None, search: bool = False) -> Item:
         meta = self._meta(record)
         namespace = tuple(meta.get("namespace") or ())
-        value = _value_of(meta)
+        value = value_of(meta)
         if search:
             return SearchItem(namespace, meta.get("key", ""), value, record.created_at, record.timestamp, score)
         return Item(value=value, key=meta.get("key", ""), namespace=namespace, created_at=record.created_at, updated_at=record.timestamp)
@@ -379,7 +278,7 @@ class AgentMemoryStore(BaseStore):
             elif isinstance(op, ListNamespacesOp):
                 results[i] = yield from self._list_op(op, now)
             elif isinstance(op, PutOp):
-                namespace = _check_labels(op.namespace, for_write=True)
+                namespace = check_labels(op.namespace, for_write=True)
                 puts[(namespace, str(op.key))] = op
             else:
                 raise InvalidArgument("ops", f"unknown operation {type(op).__name__}")
@@ -402,7 +301,7 @@ class AgentMemoryStore(BaseStore):
                 refresh[record.record_id] = float(minutes)
 
     def _get_op(self, op: GetOp, now: datetime, refresh: dict[str, float]) -> Effect[Item | None]:
-        namespace = _check_labels(op.namespace, for_write=False)
+        namespace = check_labels(op.namespace, for_write=False)
         flt = RecordFilter(record_ids=(self._record_id(namespace, str(op.key)),), record_types=MEMORY_TYPES, alive_at=now)
         rows: list[Record] = yield Call(self.memory.store, "query", (flt,))
         rows = [r for r in rows if self._meta(r)]
@@ -410,7 +309,7 @@ class AgentMemoryStore(BaseStore):
         return self._item(rows[0]) if rows else None
 
     def _search_op(self, op: SearchOp, now: datetime, refresh: dict[str, float]) -> Effect[list[SearchItem]]:
-        prefix = _check_labels(op.namespace_prefix, for_write=False)
+        prefix = check_labels(op.namespace_prefix, for_write=False)
         limit, offset = op.limit, op.offset
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise InvalidArgument("limit", f"must be an int >= 0, got {limit!r}")
@@ -418,7 +317,7 @@ class AgentMemoryStore(BaseStore):
             raise InvalidArgument("offset", f"must be an int >= 0, got {offset!r}")
         if op.filter is not None and not isinstance(op.filter, Mapping):
             raise InvalidArgument("filter", f"must be a mapping, got {type(op.filter).__name__}")
-        value_filter, exact = _pushdown(op.filter)
+        value_filter, exact = pushdown(op.filter)
         flt = self._filter(prefix, now, value=value_filter)
         wanted = offset + limit
         if limit == 0:
@@ -426,7 +325,7 @@ class AgentMemoryStore(BaseStore):
 
         def keep(record: Record) -> bool:
             meta = self._meta(record)
-            value = _value_of(meta)
+            value = value_of(meta)
             return bool(meta) and all(compare_values(value.get(k), v) for k, v in (op.filter or {}).items())
 
         scored: list[tuple[Record, float | None]]
@@ -455,7 +354,7 @@ class AgentMemoryStore(BaseStore):
     def _list_op(self, op: ListNamespacesOp, now: datetime) -> Effect[list[tuple[str, ...]]]:
         conditions = tuple(op.match_conditions or ())
         for condition in conditions:
-            _check_labels(tuple(condition.path), for_write=False)
+            check_labels(tuple(condition.path), for_write=False)
         if op.max_depth is not None and (isinstance(op.max_depth, bool) or not isinstance(op.max_depth, int) or op.max_depth < 1):
             raise InvalidArgument("max_depth", f"must be a positive int or None, got {op.max_depth!r}")
         prefix: tuple[str, ...] = ()
@@ -464,7 +363,7 @@ class AgentMemoryStore(BaseStore):
                 prefix = tuple(condition.path)
         rows: list[Record] = yield Call(self.memory.store, "query", (self._filter(prefix, now),), {"limit": MAX_CANDIDATES})
         found = {tuple(self._meta(r).get("namespace") or ()) for r in rows}
-        found = {ns for ns in found if ns and all(_does_match(c, ns) for c in conditions)}
+        found = {ns for ns in found if ns and all(does_match(c, ns) for c in conditions)}
         if op.max_depth is not None:
             found = {ns[: op.max_depth] for ns in found}
         return sorted(found)[op.offset : op.offset + op.limit]
@@ -472,7 +371,7 @@ class AgentMemoryStore(BaseStore):
     def _put_op(self, puts: list[PutOp], now: datetime) -> Effect[None]:
         plans: list[tuple[str, PutOp, tuple[str, ...], list[str]]] = []
         for op in puts:
-            namespace = _check_labels(op.namespace, for_write=True)
+            namespace = check_labels(op.namespace, for_write=True)
             if op.value is not None and not isinstance(op.value, Mapping):
                 raise InvalidArgument("value", f"must be a mapping or None, got {type(op.value).__name__}")
             if op.ttl is not None:
