@@ -24,14 +24,23 @@ from .operations.background import BackgroundExtraction
 from .operations.context import OMITTED, MemoryContext, utc_now
 from .operations.search import build_search, search_op
 from .plugins import PluginManager, get_plugin_manager
-from .records import MEMORY_TYPES, Link, LinkType, Profile, Record, RecordStatus, RecordType, SearchResult, ThreadInfo
+from .records import (
+    MEMORY_TYPES,
+    MESSAGE_TYPES,
+    Link,
+    LinkType,
+    Profile,
+    Record,
+    RecordStatus,
+    RecordType,
+    SearchResult,
+    ThreadInfo,
+)
 from .registry import default_embedder, resolve_store
 from .rerankers import Reranker
 from .spi import MemoryStore, SchemaPolicy
 from .thread import Thread
 from .tokens import TokenCounter, resolve_token_counter
-
-MESSAGE_TYPES = frozenset({RecordType.MESSAGE})
 
 
 class AgentMemory:

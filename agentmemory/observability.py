@@ -36,11 +36,10 @@ TRACING: bool = _trace is not None
 
 OPERATION_NAMES = {
     "process": "extraction",
-    # the span names from before the operations moved out of the client (traces stay comparable)
-    "get_record": "get",
+    # operations driven directly by a facade method keep the span names they had before they
+    # moved out of the client (traces stay comparable)
     "get_memory": "get",
     "thread_record": "thread",
-    "delete_records": "delete",
     "list_records": "list",
     "thread_add_memory": "add_memory",
 }

@@ -33,6 +33,8 @@ MEMORY_TYPES: frozenset[RecordType] = frozenset(
     {RecordType.MEMORY, RecordType.FACT, RecordType.GUIDELINE, RecordType.PREFERENCE}
 )
 """Memory-like types: the only ones that can be linked and carry a lifecycle."""
+MESSAGE_TYPES: frozenset[RecordType] = frozenset({RecordType.MESSAGE})
+"""Messages only (a filter's ``record_types`` for a thread's conversation)."""
 
 SEARCHABLE_TYPES: frozenset[RecordType] = MEMORY_TYPES | {
     RecordType.MESSAGE,

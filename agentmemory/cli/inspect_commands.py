@@ -22,7 +22,7 @@ from rich.text import Text
 from ..client import AgentMemory
 from ..errors import InvalidArgument, NotFound
 from ..operations.lookup import user_metadata
-from ..records import MEMORY_TYPES, Record, RecordStatus, RecordType
+from ..records import MEMORY_TYPES, MESSAGE_TYPES, Record, RecordStatus, RecordType
 from ..spi import Order, RecordFilter
 from ..validation import validate_memory_type, validate_positive_int
 from .application import app
@@ -132,7 +132,7 @@ def threads_command(
         rows = [
             {
                 **info.model_dump(),
-                "message_count": memory.store.count(RecordFilter(thread_id=info.thread_id, record_types=frozenset({RecordType.MESSAGE}), alive_at=now)),
+                "message_count": memory.store.count(RecordFilter(thread_id=info.thread_id, record_types=MESSAGE_TYPES, alive_at=now)),
                 "memory_count": memory.store.count(RecordFilter(thread_id=info.thread_id, record_types=MEMORY_TYPES, alive_at=now)),
             }
             for info in infos
@@ -184,7 +184,7 @@ def messages_command(
             rows = memory.list_messages(thread_id=thread, limit=size, offset=offset)
         else:
             newest = validate_positive_int("--last", last, minimum=0)
-            flt = RecordFilter(thread_id=thread, record_types=frozenset({RecordType.MESSAGE}), alive_at=memory.now())
+            flt = RecordFilter(thread_id=thread, record_types=MESSAGE_TYPES, alive_at=memory.now())
             rows = memory.store.query(flt, order=Order.SEQ_DESC, limit=newest)[::-1]
 
     def table() -> Table:

@@ -22,11 +22,12 @@ from ..effects import Call, Gather, Op
 from ..embedders.base import embed_op
 from ..errors import InvalidArgument
 from ..filters import validate_metadata_filter
-from ..records import MEMORY_TYPES, Record, RecordStatus, RecordType, SearchResult
+from ..records import MEMORY_TYPES, MESSAGE_TYPES, Record, RecordStatus, RecordType, SearchResult
 from ..spi import Capability, Hit, Order, RecordFilter
 from ..tokens import EstimateCounter, TokenCounter
-from ..validation import RESERVED_METADATA_KEY, validate_positive_int
+from ..validation import validate_positive_int
 from .context import MemoryContext, ThreadScope
+from .lookup import internal_metadata
 from .search import HYBRID_VECTOR_WEIGHT, fuse_scores, neighbour_boost, statuses_for, validate_budget
 from .summary import summary_for_range_op, window_op
 
@@ -82,7 +83,7 @@ def _offline_topics_op(ctx: MemoryContext, scope: ThreadScope, derived: Sequence
     memories: list[Record] = yield Call(ctx.store, "query", (flt,), {"order": Order.SEQ_DESC, "limit": 20})
     topics: list[str] = []
     for mem in memories:
-        for entity in (mem.metadata.get(RESERVED_METADATA_KEY) or {}).get("entities") or ():
+        for entity in internal_metadata(mem).get("entities") or ():
             if isinstance(entity, str) and entity.strip() and entity.lower() not in {t.lower() for t in topics}:
                 topics.append(entity.strip()[:60])
     for word in keyword_topics([m.content for m in derived if m.role == "user"]):
@@ -130,7 +131,7 @@ def _typed_search_op(
     if mem_types:
         groups.append(replace(base, record_types=mem_types))
     if RecordType.MESSAGE in types and (message_max_seq is None or message_max_seq > 0):
-        groups.append(replace(base, record_types=frozenset({RecordType.MESSAGE}), thread_id=scope.thread_id, max_seq=message_max_seq))
+        groups.append(replace(base, record_types=MESSAGE_TYPES, thread_id=scope.thread_id, max_seq=message_max_seq))
     if not groups:
         return []
     hits = yield from _ranked_op(ctx, queries, weights, vectors, groups, k)

@@ -81,7 +81,7 @@ class ThreadScope:
     llm: Any
     live_overrides: MemoryExtractionConfig
     persisted_config: MemoryExtractionConfig
-    card_concurrency: int = 5
+    card_concurrency: int
 
     def effective_llm(self, ctx: MemoryContext) -> Any:
         """The thread's LLM, else the client's."""

@@ -26,25 +26,23 @@ from ..extraction import prompts
 from ..extraction.base import Extractor, ExtractorChain, structured_op
 from ..extraction.models import ExtractionContext, ExtractionOutput, LinkOutput, SummaryOutput
 from ..ids import new_id
-from ..records import MEMORY_TYPES, Link, LinkType, Record, RecordStatus, RecordType
+from ..records import MEMORY_TYPES, MESSAGE_TYPES, Link, LinkType, Record, RecordStatus, RecordType
 from ..spi import NewRecord, Order, RecordPatch, WriteBatch
 from ..validation import RESERVED_METADATA_KEY, validate_metadata
 from .context import OMITTED, MemoryContext, ThreadScope
 from .links import invalidation_patches
-from .lookup import thread_record_op
+from .lookup import internal_metadata, thread_record_op
 from .retention import expires_at
 from .summary import stored_summary_op, update_summary_op, write_summary_op
 
 PAST_MEMORY_K = 7
 LINK_BATCH = 10
 LINK_CANDIDATES = 2 * PAST_MEMORY_K
-MESSAGE_TYPES = frozenset({RecordType.MESSAGE})
 
 
 def thread_state(record: Record) -> dict[str, Any]:
     """The extraction bookkeeping kept in a thread record."""
-    internal = record.metadata.get(RESERVED_METADATA_KEY) or {}
-    return dict(internal.get("state") or {})
+    return dict(internal_metadata(record).get("state") or {})
 
 
 def resolve_extractor(ctx: MemoryContext, llm: Any) -> Extractor:
@@ -94,7 +92,7 @@ def process_op(ctx: MemoryContext, scope: ThreadScope, call: MemoryExtractionCon
     ``update_thread`` still follows the update."""
     llm = scope.effective_llm(ctx)
     rec = yield from thread_record_op(ctx, scope.thread_id)
-    persisted = MemoryExtractionConfig.from_any((rec.metadata.get(RESERVED_METADATA_KEY) or {}).get("config") or {})
+    persisted = MemoryExtractionConfig.from_any(internal_metadata(rec).get("config") or {})
     cfg = MemoryExtractionConfig.resolve(call, scope.live_overrides, persisted, ctx.extraction_config)
     state = thread_state(rec)
     extracted_seq = int(state.get("extracted_seq", 0))
@@ -140,7 +138,7 @@ def _due(count: int, frequency: int) -> bool:
 def _save_state_op(ctx: MemoryContext, thread_id: str, state: dict[str, Any]) -> Op[None]:
     rec = yield from thread_record_op(ctx, thread_id)
     meta = dict(rec.metadata)
-    internal = dict(meta.get(RESERVED_METADATA_KEY) or {})
+    internal = internal_metadata(rec)
     internal["state"] = state
     meta[RESERVED_METADATA_KEY] = internal
     yield Call(ctx.store, "write", (WriteBatch(patch=[RecordPatch(rec.record_id, metadata=meta)]),))
@@ -255,7 +253,7 @@ def extract_op(
         for rec, cand in zip(records, candidates):
             proposals = [(lc.target_id, LinkType(lc.link_type)) for lc in cand.links] if during else []
             if cand.slot:  # single-valued attribute: the new value supersedes the old one
-                proposals += [(p.record_id, LinkType.SUPERSEDES) for p in past if (p.metadata.get(RESERVED_METADATA_KEY) or {}).get("slot") == cand.slot]
+                proposals += [(p.record_id, LinkType.SUPERSEDES) for p in past if internal_metadata(p).get("slot") == cand.slot]
             for target_id, ltype in proposals:
                 pair = frozenset({rec.record_id, target_id})
                 if target_id in past_by_id and pair not in linked_pairs:

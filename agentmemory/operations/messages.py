@@ -15,7 +15,7 @@ from ..effects import Call, Op
 from ..embedders.base import embed_op
 from ..errors import InvalidArgument, NotFound
 from ..ids import new_id
-from ..records import Record, RecordType
+from ..records import MESSAGE_TYPES, Record, RecordType
 from ..spi import NewRecord, Order, WriteBatch
 from ..validation import validate_content, validate_id, validate_metadata, validate_positive_int
 from .context import OMITTED, MemoryContext, ThreadScope
@@ -26,7 +26,6 @@ from .retention import expires_at
 ROLES = ("user", "assistant", "system", "tool")
 DEFAULT_MESSAGE_WINDOW = 20
 """How many of the newest messages ``get_messages()`` returns without bounds."""
-MESSAGE_TYPES = frozenset({RecordType.MESSAGE})
 
 
 class Message(BaseModel):

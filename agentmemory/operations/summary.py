@@ -11,18 +11,18 @@ from ..extraction import prompts
 from ..extraction.base import structured_op
 from ..extraction.models import SummaryOutput
 from ..ids import summary_record_id
-from ..records import Record, RecordType, Summary
+from ..records import MESSAGE_TYPES, Record, RecordType, Summary
 from ..spi import NewRecord, Order, RecordFilter, RecordPatch, WriteBatch
 from ..summarize import extractive_summary
 from ..tokens import EstimateCounter, TokenCounter
 from ..validation import RESERVED_METADATA_KEY, validate_positive_int
 from .context import MemoryContext, ThreadScope
+from .lookup import internal_metadata
 from .search import validate_budget
 
 SUMMARY_TOKENS = 250
 """Length of the offline summary when no budget limits it."""
 CONTEXT_CARD_TOKEN_LIMIT = 100_000
-MESSAGE_TYPES = frozenset({RecordType.MESSAGE})
 
 
 def stored_summary_op(ctx: MemoryContext, thread_id: str) -> Op[Summary | None]:
@@ -30,7 +30,7 @@ def stored_summary_op(ctx: MemoryContext, thread_id: str) -> Op[Summary | None]:
     rows: list[Record] = yield Call(ctx.store, "query", (RecordFilter(record_ids=(summary_record_id(thread_id),)),))
     if not rows:
         return None
-    internal = rows[0].metadata.get(RESERVED_METADATA_KEY) or {}
+    internal = internal_metadata(rows[0])
     return Summary(
         content=rows[0].content,
         topics=tuple(internal.get("topics") or ()),

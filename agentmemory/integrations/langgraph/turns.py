@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from ...client import AgentMemory
 from ...config import MemoryExtractionConfig
 from ...errors import Conflict, InvalidArgument, NotFound
-from ...records import Record, RecordType
+from ...records import MESSAGE_TYPES, Record
 from ...spi import RecordFilter
 from ...thread import Thread
 from .namespaces import content_hash
@@ -171,7 +171,7 @@ class MemoryIo:
             return await self.memory.get_thread_async(scope.thread_id)
 
     def _messages_filter(self, thread: Thread, **kwargs: Any) -> RecordFilter:
-        return RecordFilter(thread_id=thread.thread_id, record_types=frozenset({RecordType.MESSAGE}), **kwargs)
+        return RecordFilter(thread_id=thread.thread_id, record_types=MESSAGE_TYPES, **kwargs)
 
     def stored(self, thread: Thread, record_ids: Sequence[str]) -> list[Record]:
         return self.memory.store.query(self._messages_filter(thread, record_ids=tuple(record_ids)))
