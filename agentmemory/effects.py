@@ -3,8 +3,9 @@ yield ``Call`` effects; ``run_sync`` performs them with the sync API and ``run_a
 ``a``-prefixed async twins. This is how every ``*_async`` method stays identical to its sync
 twin without a second copy of the logic (and without ``asyncio.run`` inside sync code). An exception
 raised by a performed call is thrown back into the generator at its ``yield``, so operations
-handle errors with ordinary ``try``/``except``. With ``opentelemetry-api`` installed, each driven
-operation and each performed call is a span (``agentmemory.observability``).
+handle errors with ordinary ``try``/``except``. With ``opentelemetry-api`` installed and a tracer
+provider configured, each driven operation and each performed call is a span
+(``agentmemory.observability``).
 """
 
 from __future__ import annotations
@@ -44,13 +45,13 @@ Op = Generator[Call | Gather, Any, T]
 
 def run_sync(op: Op[T]) -> T:
     """Drive ``op`` with the sync API."""
-    if observability.TRACING:
+    if observability.active():
         with observability.op_span(op):
-            return _run_sync(op)
-    return _run_sync(op)
+            return _run_sync(op, traced=True)
+    return _run_sync(op, traced=False)
 
 
-def _run_sync(op: Op[T]) -> T:
+def _run_sync(op: Op[T], traced: bool) -> T:
     try:
         effect = next(op)
         while True:
@@ -63,7 +64,7 @@ def _run_sync(op: Op[T]) -> T:
                             result: Any = list(pool.map(lambda c, sub: c.run(run_sync, sub), contexts, effect.ops))
                     else:
                         result = [run_sync(sub) for sub in effect.ops]
-                elif observability.TRACING:
+                elif traced:
                     result = observability.traced_call(effect, getattr(effect.target, effect.method))
                 else:
                     result = getattr(effect.target, effect.method)(*effect.args, **effect.kwargs)
@@ -77,13 +78,13 @@ def _run_sync(op: Op[T]) -> T:
 
 async def run_async(op: Op[T]) -> T:
     """Drive ``op`` with the async API (``a`` + method name)."""
-    if observability.TRACING:
+    if observability.active():
         with observability.op_span(op):
-            return await _run_async(op)
-    return await _run_async(op)
+            return await _run_async(op, traced=True)
+    return await _run_async(op, traced=False)
 
 
-async def _run_async(op: Op[T]) -> T:
+async def _run_async(op: Op[T], traced: bool) -> T:
     try:
         effect = next(op)
         while True:
@@ -93,7 +94,7 @@ async def _run_async(op: Op[T]) -> T:
                     result: Any = list(await asyncio.gather(*(_limited(semaphore, s) for s in effect.ops)))
                 else:
                     method = getattr(effect.target, "a" + effect.method)
-                    if observability.TRACING:
+                    if traced:
                         result = await observability.atraced_call(effect, method)
                     else:
                         result = await method(*effect.args, **effect.kwargs)

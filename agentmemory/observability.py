@@ -15,7 +15,8 @@ around each, so the whole library is traced from two places:
 
 Spans nest under whatever span is current (an agent's run, a web request). Without
 ``opentelemetry-api`` installed, ``TRACING`` is False and the drivers skip this module entirely;
-with the API but no SDK configured, spans are OpenTelemetry's no-op spans.
+with the API but no tracer provider configured yet, ``active()`` is False and they skip it too
+(nothing would be recorded, and building no-op spans costs about 20 µs per call).
 """
 
 from __future__ import annotations
@@ -54,17 +55,27 @@ LLM_PURPOSES = {
 
 
 def _tracer() -> Any:
+    """The library's tracer; None while no tracer provider is configured."""
+    if isinstance(_trace.get_tracer_provider(), _trace.ProxyTracerProvider):
+        return None
     return _trace.get_tracer("agentmemory", __version__)
+
+
+def active() -> bool:
+    """True when spans are recorded: ``opentelemetry-api`` is installed and a tracer provider is
+    set (checked per operation, so a provider configured after import applies)."""
+    return TRACING and _tracer() is not None
 
 
 @contextlib.contextmanager
 def span(name: str, **attributes: Any) -> Iterator[Any]:
     """A current span named ``name`` (None inside when tracing is off); None-valued attributes are
     left out. Exceptions are recorded on it and mark it as an error."""
-    if not TRACING:
+    tracer = _tracer() if TRACING else None
+    if tracer is None:
         yield None
         return
-    with _tracer().start_as_current_span(name, attributes={k: v for k, v in attributes.items() if v is not None}) as current:
+    with tracer.start_as_current_span(name, attributes={k: v for k, v in attributes.items() if v is not None}) as current:
         yield current
 
 

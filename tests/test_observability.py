@@ -229,3 +229,36 @@ def test_without_opentelemetry_nothing_is_traced() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def test_without_a_tracer_provider_the_drivers_make_no_spans() -> None:
+    """The API installed but no provider configured (the global one is OpenTelemetry's proxy):
+    ``active()`` is False, so operations run on the plain path; once a provider is set, the
+    next operation is traced."""
+    script = textwrap.dedent(
+        """
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        from agentmemory import AgentMemory, observability
+        from agentmemory.embedders import HashingEmbedder
+        assert observability.TRACING is True and observability.active() is False
+        with observability.span("x") as current:
+            assert current is None
+        thread = AgentMemory("memory://", embedder=HashingEmbedder(16)).create_thread(user_id="u")
+        thread.add_messages([{"role": "user", "content": "I prefer tea."}])
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        assert observability.active() is True
+        assert thread.search("tea", max_results=1)
+        names = [s.name for s in exporter.get_finished_spans()]
+        assert "agentmemory.search" in names and "agentmemory.add_messages" not in names, names
+        print("ok")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
