@@ -26,7 +26,7 @@ from langchain_core.runnables import Runnable
 
 from ..embedders.base import Embedder
 from ..errors import InvalidArgument, ModelError
-from ..llm.base import Llm, LlmResult
+from ..llm.base import Llm, LlmResult, add_usage, usage_total
 from ..llm.http import parse_json_text
 from ..tokens import CallableCounter, EstimateCounter, TokenCounter
 
@@ -44,19 +44,6 @@ def model_name(model: Any) -> str:
         if isinstance(value, str) and value:
             return value
     return type(model).__name__
-
-
-def message_text(message: Any) -> str:
-    """The text of a LangChain message: string content, or its text blocks joined."""
-    content = getattr(message, "content", message)
-    if isinstance(content, str):
-        return content
-    parts = [
-        block if isinstance(block, str) else block.get("text", "")
-        for block in (content if isinstance(content, list) else [])
-        if isinstance(block, str) or (isinstance(block, Mapping) and block.get("type") == "text")
-    ]
-    return "".join(p for p in parts if isinstance(p, str))
 
 
 def usage_of(message: Any) -> dict[str, int]:
@@ -95,7 +82,7 @@ class LangChainLlm(Llm):
             raise InvalidArgument("llm", f"expected a LangChain chat model, got {type(model).__name__}")
         self.chat_model = model
         self.model = model_name(model)
-        self.usage_total: dict[str, int] = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+        self.usage_total = usage_total()
         self._structured: dict[str, Runnable[Any, Any] | None] = {}
 
     def token_counter(self) -> TokenCounter:
@@ -151,7 +138,7 @@ class LangChainLlm(Llm):
             raw, parsed = answer, None
         if not isinstance(raw, BaseMessage):
             raise ModelError(f"{self!r} answered {type(raw).__name__}, not a chat message")
-        text = message_text(raw)
+        text = str(raw.text)  # string content, or its text blocks joined
         if schema is not None and parsed is None:
             tool_calls = getattr(raw, "tool_calls", None) if isinstance(raw, AIMessage) else None
             if tool_calls:
@@ -165,8 +152,7 @@ class LangChainLlm(Llm):
         if callable(dump):
             parsed = dump()
         usage = usage_of(raw)
-        for key in self.usage_total:
-            self.usage_total[key] += usage.get(key, 0)
+        add_usage(self.usage_total, usage)
         return LlmResult(text=text, json=parsed if schema is not None else None, usage=usage)
 
     def generate(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +19,22 @@ class LlmResult:
     text: str
     json: Any = None
     usage: dict[str, int] = field(default_factory=dict)
+
+
+_USAGE_LOCK = threading.Lock()
+
+
+def usage_total() -> dict[str, int]:
+    """A zeroed ``usage_total``: prompt, completion and total tokens (OpenAI names)."""
+    return {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+
+
+def add_usage(total: dict[str, int], usage: Mapping[str, int]) -> None:
+    """Add one call's reported ``usage`` to an LLM's ``total``; thread-safe, since the card's
+    parallel searches and background extraction may call one model at once."""
+    with _USAGE_LOCK:
+        for key in total:
+            total[key] += usage.get(key, 0)
 
 
 class Llm(ABC):
@@ -42,7 +59,6 @@ class Llm(ABC):
     ) -> LlmResult:
         """Async ``generate`` (a worker thread unless overridden)."""
         return await asyncio.to_thread(self.generate, messages, response_json_schema=response_json_schema)
-
 
 
 def as_llm(value: Any, plugins: PluginManager | None = None) -> Any:

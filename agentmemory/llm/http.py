@@ -5,13 +5,12 @@ llama.cpp, …): JSON-schema structured output, split timeouts, retries with bac
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import ModelError
 from ..http import HttpSettings, JsonHttpClient
-from .base import Llm, LlmResult
+from .base import Llm, LlmResult, add_usage, usage_total
 
 
 class OpenAICompatibleLlm(Llm):
@@ -42,8 +41,7 @@ class OpenAICompatibleLlm(Llm):
         self.http = JsonHttpClient(self.settings)
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self.usage_total: dict[str, int] = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-        self._lock = threading.Lock()
+        self.usage_total = usage_total()
 
     def _payload(self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any] | None) -> dict[str, Any]:
         payload: dict[str, Any] = {
@@ -66,9 +64,7 @@ class OpenAICompatibleLlm(Llm):
         except (KeyError, IndexError, TypeError):
             raise ModelError(f"malformed chat completion: {str(answer)[:300]}") from None
         usage = {k: int(v) for k, v in (answer.get("usage") or {}).items() if isinstance(v, int)}
-        with self._lock:
-            for key in self.usage_total:
-                self.usage_total[key] += usage.get(key, 0)
+        add_usage(self.usage_total, usage)
         parsed = parse_json_text(text) if schema is not None else None
         return LlmResult(text=text, json=parsed, usage=usage)
 
