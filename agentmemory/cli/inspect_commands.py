@@ -24,10 +24,9 @@ from ..errors import InvalidArgument, NotFound
 from ..operations.lookup import user_metadata
 from ..records import MEMORY_TYPES, MESSAGE_TYPES, Record, RecordStatus, RecordType
 from ..spi import Order, RecordFilter
-from ..validation import validate_memory_type, validate_positive_int
+from ..validation import validate_memory_type, validate_positive_int, validate_status
 from .application import app
 from .inspect_options import (
-    EXISTING,
     AgentFilter,
     MetadataFilterOption,
     ThreadFilter,
@@ -66,13 +65,8 @@ def _scope(**ids: str | None) -> dict[str, Any]:
 
 
 def _status(value: str | None) -> RecordStatus | None:
-    if value is None:
-        return None
-    try:
-        return RecordStatus(value.lower())
-    except ValueError:
-        known = ", ".join(s.value for s in RecordStatus)
-        raise InvalidArgument("--status", f"must be one of {known}, got {value!r}") from None
+    """``--status`` (any case) as a ``RecordStatus``."""
+    return None if value is None else validate_status("--status", value.lower())
 
 
 def _meta_cell(record_meta: dict[str, Any]) -> Text:
@@ -125,7 +119,7 @@ def threads_command(
     In creation order; --user/--agent narrow the list."""
     with cli_errors():
         out = output_format(fmt, as_json, as_jsonl)
-    with open_memory(store, embedder, schema_policy=EXISTING) as memory:
+    with open_memory(store, embedder) as memory:
         size = DEFAULT_LIMIT if limit is None else limit
         infos = memory.list_threads(**_scope(user=user, agent=agent), limit=size, offset=offset)
         now = memory.now()
@@ -178,7 +172,7 @@ def messages_command(
         if last is not None and (limit is not None or offset):
             raise InvalidArgument("--last", "cannot be combined with --limit/--offset")
     size = DEFAULT_LIMIT if limit is None else limit
-    with open_memory(store, embedder, schema_policy=EXISTING) as memory:
+    with open_memory(store, embedder) as memory:
         memory.get_thread(thread)  # NotFound for an unknown thread, not an empty list
         if last is None:
             rows = memory.list_messages(thread_id=thread, limit=size, offset=offset)
@@ -230,7 +224,7 @@ def memories_command(
         meta = parse_metadata_filter(metadata)
     size = DEFAULT_LIMIT if limit is None else limit
     scope = _scope(user=user, agent=agent, thread=thread)
-    with open_memory(store, embedder, schema_policy=EXISTING) as memory:
+    with open_memory(store, embedder) as memory:
         if only is RecordStatus.INVALID:
             rows = _invalid_memories(memory, scope, memory_types, meta, size, offset)
         else:
@@ -274,7 +268,7 @@ def links_command(
     Both directions, each relation read from this memory's side (supersedes / is_superseded_by)."""
     with cli_errors():
         out = output_format(fmt, as_json, as_jsonl)
-    with open_memory(store, embedder, schema_policy=EXISTING) as memory:
+    with open_memory(store, embedder) as memory:
         subject = memory.get_memory(record_id)
         links = memory.list_record_links(record_id)
         others: dict[str, Record | None] = {}

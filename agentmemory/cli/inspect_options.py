@@ -1,6 +1,6 @@
 """What the inspect and report commands share (``inspect_commands``: threads, messages,
-memories, links; ``report_commands``: search, card, stats): opening the store read-only, their
-scope and metadata filter options and the parsing of them, and the cells of their Rich tables."""
+memories, links; ``report_commands``: search, card, stats): their scope and metadata filter
+options and the parsing of them, and the cells of their Rich tables."""
 
 from __future__ import annotations
 
@@ -14,10 +14,6 @@ from rich.text import Text
 
 from ..errors import InvalidArgument
 from ..records import RecordStatus
-from ..spi import SchemaPolicy
-
-EXISTING = SchemaPolicy.REQUIRE_EXISTING
-"""Inspecting never creates a store: a mistyped path is an error, not a new empty file."""
 
 UserFilter = Annotated[str | None, typer.Option("--user", help="Only records of this user id.")]
 AgentFilter = Annotated[str | None, typer.Option("--agent", help="Only records of this agent id.")]

@@ -4,25 +4,22 @@ a one-line message with a non-zero exit."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import date, datetime
 from enum import Enum
 from typing import Annotated, Any
 
 import typer
-from pydantic import BaseModel
 from rich.console import Console, RenderableType
 
 from ..client import AgentMemory
-from ..embedders import Embedder
 from ..errors import AgentMemoryError, InvalidArgument
-from ..plugins import get_plugin_manager
-from ..registry import default_embedder
+from ..records import jsonable
+from ..registry import build_embedder
 from ..spi import SchemaPolicy
+from ..transfer import opened
 
 
 class OutputFormat(str, Enum):
@@ -63,26 +60,6 @@ def output_format(fmt: OutputFormat, as_json: bool = False, as_jsonl: bool = Fal
     return chosen.pop() if chosen else OutputFormat.TABLE
 
 
-def jsonable(value: Any) -> Any:
-    """``value`` as plain JSON data, exactly: pydantic models and dataclasses by field, datetimes
-    as ISO-8601 with their offset (``isoformat``, which ``datetime.fromisoformat`` reads back on
-    every supported Python), enums by value, tuples as lists; metadata passes through as stored
-    (ints of any size stay ints)."""
-    if isinstance(value, BaseModel):
-        return {name: jsonable(getattr(value, name)) for name in type(value).model_fields}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, Enum):
-        return jsonable(value.value)
-    if isinstance(value, (datetime, date)):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [jsonable(v) for v in value]
-    return value
-
-
 def dump_json(value: Any, *, indent: int | None = None) -> str:
     """``value`` as JSON text (``jsonable`` first; unicode kept as is; anything else JSON has no
     type for, such as a path in a backend's details, as its ``str``)."""
@@ -116,29 +93,13 @@ def note(text: str) -> None:
     Console(stderr=True, highlight=False).print(text, markup=False)
 
 
-def build_embedder(name: str | None) -> Embedder:
-    """The embedder registered under ``name``, or the default one."""
-    if name is None:
-        return default_embedder()
-    embedder: Embedder = get_plugin_manager().load("embedders", name)()
-    return embedder
-
-
 @contextmanager
-def open_memory(
-    store: str | None, embedder: str | None = None, *, schema_policy: SchemaPolicy = SchemaPolicy.CREATE_IF_NECESSARY
-) -> Iterator[AgentMemory]:
-    """An ``AgentMemory`` over the resolved store, closed on exit; typed errors become a clear
-    message on stderr and exit status 2 (bad input) or 1 (anything else from the store).
-    ``schema_policy=REQUIRE_EXISTING`` (the inspect commands) makes a mistyped path an error
-    instead of a new empty store."""
-    with cli_errors():
-        memory = AgentMemory(store, embedder=build_embedder(embedder), schema_policy=schema_policy)
-    try:
-        with cli_errors():
-            yield memory
-    finally:
-        memory.close()
+def open_memory(store: str | None, embedder: str | None = None, **options: Any) -> Iterator[AgentMemory]:
+    """An ``AgentMemory`` over the resolved store (which must exist: a mistyped path is an error,
+    not a new empty store), closed on exit; ``options`` go to ``AgentMemory``. Typed errors
+    become a clear message on stderr and exit status 2 (bad input) or 1 (anything else)."""
+    with cli_errors(), opened(store, build_embedder(embedder), SchemaPolicy.REQUIRE_EXISTING, **options) as memory:
+        yield memory
 
 
 @contextmanager

@@ -16,13 +16,12 @@ from rich.text import Text
 
 from ..client import AgentMemory
 from ..errors import InvalidArgument
+from ..plugins import get_plugin_manager
 from ..records import SEARCHABLE_TYPES, Record, RecordStatus, RecordType, SearchResult
 from ..registry import default_store_uri
 from ..spi import RecordFilter
-from ..tokens import resolve_token_counter
 from .application import app
 from .inspect_options import (
-    EXISTING,
     AgentFilter,
     MetadataFilterOption,
     ThreadFilter,
@@ -78,7 +77,7 @@ def search_command(
     with cli_errors():
         out = output_format(fmt, as_json, as_jsonl)
         meta = parse_metadata_filter(metadata)
-    with open_memory(store, embedder, schema_policy=EXISTING) as memory:
+    with open_memory(store, embedder) as memory:
         results = memory.search(
             query, user_id=user, agent_id=agent, thread_id=thread, strategy=strategy, record_types=split_values(types),
             num_hops=hops, max_results=max_results, metadata_filter=meta,
@@ -134,12 +133,8 @@ def card_command(
         out = output_format(fmt, as_json, as_jsonl)
         minimums = _type_minimums(split_values(min_type))
         meta = parse_metadata_filter(metadata)
-    with open_memory(store, embedder, schema_policy=EXISTING) as memory:
-        if renderer is not None:
-            memory.card_renderer = renderer
-        if token_counter is not None:
-            with cli_errors():
-                memory.token_counter = resolve_token_counter(token_counter, memory.llm, memory.plugins)
+    options = {} if renderer is None else {"card_renderer": renderer}
+    with open_memory(store, embedder, token_counter=token_counter, **options) as memory:
         card = memory.get_thread(thread).get_context_card(
             max_relevant_results=max_relevant_results, min_relevant_results_by_type=minimums,
             max_recent_messages=max_recent_messages, except_last_messages=except_last,
@@ -186,13 +181,8 @@ def stats_command(
     store has reached it. Builds nothing."""
     with cli_errors():
         out = output_format(fmt, as_json, as_jsonl)
-    uri = store
-    if uri is None:
-        with cli_errors():
-            from ..plugins import get_plugin_manager
-
-            uri = default_store_uri(get_plugin_manager())
-    with open_memory(store, embedder, schema_policy=EXISTING) as memory:
+        uri = store if store is not None else default_store_uri(get_plugin_manager())
+    with open_memory(uri, embedder) as memory:
         document = _stats(memory, uri)
     emit_document(out, document, lambda: _render_stats(document))
 
@@ -215,7 +205,7 @@ def _stats(memory: AgentMemory, uri: str) -> dict[str, Any]:
         "expired_awaiting_purge": store.count(RecordFilter(expired_at=now)),
         "by_type": by_type,
         "by_status": {s.value: sum(row[s.value] for row in by_type.values()) for s in RecordStatus},
-        "by_user": [{"user_id": u, "records": n} for u, n in _user_counts(memory, total).most_common()],
+        "by_user": [{"user_id": u, "records": n} for u, n in _user_counts(memory).most_common()],
         "links": len(store.links()),
         "indexes": {
             name: {"threshold": threshold, "records_with_vector": with_vector, "reached": with_vector >= threshold}
@@ -224,19 +214,9 @@ def _stats(memory: AgentMemory, uri: str) -> dict[str, Any]:
     }
 
 
-def _user_counts(memory: AgentMemory, total: int) -> Counter[str | None]:
-    """Live records per user id (None: records of no user). Users are found from threads and
-    profiles and counted with ``count``; when that does not add up to ``total`` (memories of a
-    user without a thread or profile), one paged scan by ``seq`` counts every record instead."""
-    store, now = memory.store, memory.now()
-    known = {r.user_id for r in store.query(RecordFilter(record_types=frozenset({RecordType.THREAD, RecordType.USER})))}
-    counts: Counter[str | None] = Counter()
-    for user_id in sorted(known, key=lambda u: (u is None, u or "")):
-        counts[user_id] = store.count(RecordFilter(user_id=user_id, alive_at=now))
-    if None not in known:
-        counts[None] = store.count(RecordFilter(user_id=None, alive_at=now))
-    if sum(counts.values()) == total:
-        return +counts
+def _user_counts(memory: AgentMemory) -> Counter[str | None]:
+    """Live records per user id (None: records of no user), counted in one paged scan by
+    ``seq`` (a user's memories need not have a thread or profile that would name the user)."""
     return Counter(r.user_id for r in _scan(memory))
 
 

@@ -14,10 +14,11 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from ..registry import build_embedder
 from ..transfer import OnConflict, TransferReport, export_records, import_records, migrate, read_dump, write_dump
 from ..transfer.dump_format import DumpEntry, RecordEntry
 from .application import app
-from .options import EmbedderOption, StoreOption, build_embedder, cli_errors
+from .options import EmbedderOption, StoreOption, cli_errors
 
 ConflictOption = Annotated[
     OnConflict,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgument
 from ..spi import SchemaPolicy
@@ -37,19 +37,24 @@ __all__ = [
 
 
 @contextmanager
-def opened(endpoint: AgentMemory | str | None, embedder: Embedder | None, policy: SchemaPolicy) -> Iterator[AgentMemory]:
+def opened(
+    endpoint: AgentMemory | str | None, embedder: Embedder | None, policy: SchemaPolicy, **options: Any
+) -> Iterator[AgentMemory]:
     """``endpoint`` as an ``AgentMemory``: an instance as given (left open), a URI (or None for
-    the default store) opened with ``embedder`` and ``policy`` and closed afterwards."""
+    the default store) opened with ``embedder``, ``policy`` and any further ``AgentMemory``
+    keyword ``options``, and closed afterwards."""
     from ..client import AgentMemory
 
     if isinstance(endpoint, AgentMemory):
         if embedder is not None:
             raise InvalidArgument("embedder", "give the embedder to the AgentMemory, not here")
+        if options:
+            raise InvalidArgument(", ".join(sorted(options)), "give these options to the AgentMemory, not here")
         yield endpoint
         return
     if endpoint is not None and not isinstance(endpoint, str):
         raise InvalidArgument("store", f"must be an AgentMemory or a store URI, got {type(endpoint).__name__}")
-    memory = AgentMemory(endpoint, embedder=embedder, schema_policy=policy)
+    memory = AgentMemory(endpoint, embedder=embedder, schema_policy=policy, **options)
     try:
         yield memory
     finally:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import json
-import math
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -28,8 +27,8 @@ from typing import Any, Final
 import numpy as np
 
 from ..errors import InvalidArgument
-from ..records import Link, LinkType, Record, RecordStatus, RecordType
-from ..validation import validate_link, validate_new_record
+from ..records import Link, LinkType, Record, RecordStatus, RecordType, jsonable
+from ..validation import bad_vector_row, validate_link, validate_new_record
 
 DUMP_VERSION: Final = 1
 """The line format written by this version of agentmemory (readers accept only this one)."""
@@ -88,14 +87,11 @@ def encode_entry(entry: DumpEntry) -> str:
     """The JSON line (without newline) for ``entry``."""
     obj: dict[str, Any]
     if isinstance(entry, RecordEntry):
-        obj = {"record": _record_json(entry.record), "has_vector": entry.has_vector}
+        obj = {"record": jsonable(entry.record), "has_vector": entry.has_vector}
         if entry.vector is not None:
             obj["vector"] = base64.b64encode(np.asarray(entry.vector, dtype="<f4").tobytes()).decode("ascii")
     elif isinstance(entry, LinkEntry):
-        link = entry.link
-        obj = {"link": {"link_id": link.link_id, "source_id": link.source_id, "target_id": link.target_id,
-                        "link_type": link.link_type.value, "created_at": link.created_at.isoformat(),
-                        "metadata": link.metadata}}
+        obj = {"link": jsonable(entry.link)}
     elif isinstance(entry, DumpHeader):
         obj = {"agentmemory_dump": DUMP_VERSION, "created_at": entry.created_at.isoformat(),
                "source": {"backend": entry.source_backend, "dimension": entry.dimension},
@@ -103,17 +99,6 @@ def encode_entry(entry: DumpEntry) -> str:
     else:
         obj = {"end": {"records": entry.records, "links": entry.links}}
     return json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-
-
-def _record_json(record: Record) -> dict[str, Any]:
-    return {
-        "record_id": record.record_id, "record_type": record.record_type.value, "content": record.content,
-        "user_id": record.user_id, "agent_id": record.agent_id, "thread_id": record.thread_id,
-        "role": record.role, "seq": record.seq, "timestamp": record.timestamp.isoformat(),
-        "created_at": record.created_at.isoformat(),
-        "expires_at": None if record.expires_at is None else record.expires_at.isoformat(),
-        "status": record.status.value, "metadata": record.metadata,
-    }
 
 
 # ---- decoding --------------------------------------------------------------------------------
@@ -241,13 +226,19 @@ def _metadata(number: int, value: Any) -> dict[str, Any]:
     return value
 
 
-def _record(number: int, obj: Any) -> Record:
+def _fields(number: int, obj: Any, fields: frozenset[str], what: str) -> dict[str, Any]:
+    """``obj`` checked to be a JSON object with exactly ``fields`` (a record's or a link's)."""
     if not isinstance(obj, dict):
-        raise DumpFormatError(number, "record must be a JSON object")
-    _keys(number, obj, _RECORD_KEYS, "record")
-    missing = _RECORD_KEYS - set(obj)
+        raise DumpFormatError(number, f"{what} must be a JSON object")
+    _keys(number, obj, fields, what)
+    missing = fields - set(obj)
     if missing:
-        raise DumpFormatError(number, f"record lacks {sorted(missing)}")
+        raise DumpFormatError(number, f"{what} lacks {sorted(missing)}")
+    return obj
+
+
+def _record(number: int, value: Any) -> Record:
+    obj = _fields(number, value, _RECORD_KEYS, "record")
     try:
         record_type, status = RecordType(obj["record_type"]), RecordStatus(obj["status"])
     except ValueError:
@@ -267,13 +258,8 @@ def _record(number: int, obj: Any) -> Record:
     return record
 
 
-def _link(number: int, obj: Any) -> Link:
-    if not isinstance(obj, dict):
-        raise DumpFormatError(number, "link must be a JSON object")
-    _keys(number, obj, _LINK_KEYS, "link")
-    missing = _LINK_KEYS - set(obj)
-    if missing:
-        raise DumpFormatError(number, f"link lacks {sorted(missing)}")
+def _link(number: int, value: Any) -> Link:
+    obj = _fields(number, value, _LINK_KEYS, "link")
     try:
         link_type = LinkType(obj["link_type"])
     except ValueError:
@@ -295,6 +281,7 @@ def _vector(number: int, value: Any, dimension: int) -> np.ndarray:
     if len(raw) != 4 * dimension:
         raise DumpFormatError(number, f"vector has {len(raw) // 4} dimensions, the header says {dimension}")
     vector = np.frombuffer(raw, dtype="<f4").astype(np.float32)
-    if not all(math.isfinite(x) for x in vector.tolist()) or not vector.any():
-        raise DumpFormatError(number, "vector has a non-finite or all-zero value")
+    bad = bad_vector_row(vector[None, :])
+    if bad is not None:
+        raise DumpFormatError(number, f"vector {bad[1]}")
     return vector

@@ -20,10 +20,13 @@ from typing import Any
 
 import numpy as np
 
+from ..effects import run_sync
 from ..embedders import Embedder
+from ..embedders.base import embed_op
 from ..errors import Conflict, InvalidArgument, NotFound
 from ..records import Link, Record
 from ..spi import MemoryStore, NewRecord, RecordFilter, RecordPatch, WriteBatch
+from ..validation import validate_positive_int
 from .dump_format import DumpEnd, DumpEntry, DumpFormatError, DumpHeader, LinkEntry, RecordEntry
 from .exporting import embedder_identity
 
@@ -92,8 +95,7 @@ def import_entries(
     except ValueError:
         known = ", ".join(p.value for p in OnConflict)
         raise InvalidArgument("on_conflict", f"must be one of {known}, got {on_conflict!r}") from None
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= 10_000:
-        raise InvalidArgument("batch_size", f"must be an int in 1..10000, got {batch_size!r}")
+    validate_positive_int("batch_size", batch_size, maximum=10_000)
     with store.deferring_indexes():
         return _import(store, embedder, entries, policy, dry_run, batch_size, progress)
 
@@ -180,12 +182,13 @@ class _BatchWriter:
         if not self.pending:
             return
         lines = f"dump lines {min(n for n, _ in self.records + self.links)}-{max(n for n, _ in self.records + self.links)}"
-        adds, patches = self._records()
+        adds, overwrites = self._records()
         new_links = self._links()
         if not self.dry_run:
-            vectors = self._vectors([entry for _, entry in adds])
-            batch = WriteBatch(add=[NewRecord(e.record, v) for (_, e), v in zip(adds, vectors, strict=True)],
-                               patch=patches, add_links=new_links)
+            add_vectors, patch_vectors = self._vectors([entry for _, entry in adds], overwrites)
+            batch = WriteBatch(add=[NewRecord(e.record, v) for (_, e), v in zip(adds, add_vectors, strict=True)],
+                               patch=[_overwrite(e, v) for e, v in zip(overwrites, patch_vectors, strict=True)],
+                               add_links=new_links)
             try:
                 self.store.write(batch)
             except (Conflict, NotFound) as exc:
@@ -194,7 +197,9 @@ class _BatchWriter:
         self.report.links_written += len(new_links)
         self.records, self.links = [], []
 
-    def _records(self) -> tuple[list[tuple[int, RecordEntry]], list[RecordPatch]]:
+    def _records(self) -> tuple[list[tuple[int, RecordEntry]], list[RecordEntry]]:
+        """The pending records to add (with their line numbers) and those to overwrite; equal
+        ones are counted, conflicting ones handled per the policy."""
         ids = [e.record.record_id for _, e in self.records]
         duplicates = len(ids) - len(set(ids))
         if duplicates:
@@ -205,24 +210,23 @@ class _BatchWriter:
                 seen.add(entry.record.record_id)
         stored = {r.record_id: r for r in self.store.query(RecordFilter(record_ids=tuple(ids)))}
         adds: list[tuple[int, RecordEntry]] = []
-        patches: list[RecordPatch] = []
+        overwrites: list[RecordEntry] = []
         for number, entry in self.records:
             old = stored.get(entry.record.record_id)
             if old is None:
                 adds.append((number, entry))
-            elif _same_record(old, entry.record):
+                continue
+            differs = _differing(old, entry.record)
+            if not differs:
                 self.report.records_unchanged += 1
-            else:
-                patch = self._conflict(number, old, entry)
-                if patch is not None:
-                    patches.append(patch)
-        return adds, patches
+            elif self._overwrites(number, entry.record, differs):
+                overwrites.append(entry)
+        return adds, overwrites
 
-    def _conflict(self, number: int, old: Record, entry: RecordEntry) -> RecordPatch | None:
-        new = entry.record
-        differs = [f for f in Record.model_fields if f not in ("seq", "metadata") and getattr(old, f) != getattr(new, f)]
-        if _canonical(old.metadata) != _canonical(new.metadata):
-            differs.append("metadata")
+    def _overwrites(self, number: int, new: Record, differs: list[str]) -> bool:
+        """Whether a record stored with other content (``differs``) is overwritten: raises
+        ``Conflict`` (``fail``, or a field ``overwrite`` cannot change), or counts and lists it
+        (``skip``)."""
         text = f"record {new.record_id!r} (dump line {number}) exists with a different {', '.join(differs)}"
         fixed = [f for f in differs if f in _FIXED_FIELDS]
         if self.policy is OnConflict.FAIL or (self.policy is OnConflict.OVERWRITE and fixed):
@@ -233,14 +237,9 @@ class _BatchWriter:
             self.report.records_conflicting += 1
             if len(self.report.conflicts) < MAX_LISTED_CONFLICTS:
                 self.report.conflicts.append(text)
-            return None
+            return False
         self.report.records_overwritten += 1
-        vector: Any = entry.vector if self.keep_vectors else None
-        if not self.dry_run and vector is None and entry.has_vector:
-            vector = self.embedder.embed([new.content])[0]
-        return RecordPatch(new.record_id, content=new.content, metadata=new.metadata, status=new.status,
-                           timestamp=new.timestamp, expires_at=new.expires_at,
-                           vector=vector if entry.has_vector else None)
+        return True
 
     def _links(self) -> list[Link]:
         if not self.links:
@@ -251,8 +250,7 @@ class _BatchWriter:
             old = stored.get(link.link_id)
             if old is None:
                 out.append(link)
-            elif old.model_dump(exclude={"metadata"}) == link.model_dump(exclude={"metadata"}) and _canonical(
-                    old.metadata) == _canonical(link.metadata):
+            elif not _differing(old, link):
                 self.report.links_unchanged += 1
             else:
                 text = f"link {link.link_id!r} (dump line {number}) exists with different endpoints, type or metadata"
@@ -264,24 +262,38 @@ class _BatchWriter:
                     self.report.conflicts.append(text)
         return out
 
-    def _vectors(self, adds: Sequence[RecordEntry]) -> list[np.ndarray | None]:
-        """The vector each added record gets: the dump's when kept, else a fresh embedding of
-        its content (one embedder call per batch), None for records without one."""
-        out: list[np.ndarray | None] = [e.vector if self.keep_vectors and e.has_vector else None for e in adds]
-        todo = [i for i, e in enumerate(adds) if e.has_vector and out[i] is None]
+    def _vectors(self, adds: Sequence[RecordEntry], overwrites: Sequence[RecordEntry]
+                 ) -> tuple[list[np.ndarray | None], list[np.ndarray | None]]:
+        """The vector each added and each overwritten record gets: the dump's when kept, else a
+        fresh embedding of its content (one embedder call per batch, through ``embed_op``), None
+        for records without one. ``reembedded`` counts the added records embedded here."""
+        entries = [*adds, *overwrites]
+        out: list[np.ndarray | None] = [e.vector if self.keep_vectors and e.has_vector else None for e in entries]
+        todo = [i for i, e in enumerate(entries) if e.has_vector and out[i] is None]
         if todo:
-            fresh = self.embedder.embed([adds[i].record.content for i in todo])
+            fresh = run_sync(embed_op(self.embedder, [entries[i].record.content for i in todo]))
             for i, vector in zip(todo, fresh, strict=True):
                 out[i] = vector
-            self.report.reembedded += len(todo)
-        return out
+            self.report.reembedded += sum(1 for i in todo if i < len(adds))
+        return out[:len(adds)], out[len(adds):]
 
 
-def _same_record(a: Record, b: Record) -> bool:
-    """Equal in every field but ``seq`` (the store assigns it); times compare as instants,
-    metadata as JSON (so ``1``, ``1.0`` and ``true`` differ)."""
-    return _canonical(a.metadata) == _canonical(b.metadata) and all(
-        getattr(a, f) == getattr(b, f) for f in Record.model_fields if f not in ("seq", "metadata"))
+def _overwrite(entry: RecordEntry, vector: np.ndarray | None) -> RecordPatch:
+    """The patch that overwrites a stored record with ``entry`` (its vector too, when it has one)."""
+    new = entry.record
+    return RecordPatch(new.record_id, content=new.content, metadata=new.metadata, status=new.status,
+                       timestamp=new.timestamp, expires_at=new.expires_at, vector=vector)
+
+
+def _differing(old: Record | Link, new: Record | Link) -> list[str]:
+    """The fields in which ``old`` and ``new`` differ, in field order with ``metadata`` last,
+    ``seq`` aside (the store assigns it); times compare as instants, metadata as JSON (so ``1``,
+    ``1.0`` and ``true`` differ)."""
+    differs = [f for f in type(new).model_fields
+               if f not in ("seq", "metadata") and getattr(old, f) != getattr(new, f)]
+    if _canonical(old.metadata) != _canonical(new.metadata):
+        differs.append("metadata")
+    return differs
 
 
 def _canonical(metadata: dict[str, Any]) -> str:
