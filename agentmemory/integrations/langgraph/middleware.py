@@ -158,8 +158,8 @@ class AgentMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self._io = MemoryIo(memory, config)
         if isinstance(llm, str) and llm != "agent":
             raise InvalidArgument("llm", f"must be 'agent', None, a LangChain chat model or an Llm, got {llm!r}")
-        self.llm_choice: Any = llm if isinstance(llm, str) or llm is None else as_llm(llm)
-        self._agent_llm: Any = as_llm(model) if llm == "agent" and model is not None else None
+        self.llm_choice: Any = llm if isinstance(llm, str) or llm is None else as_llm(llm, memory.plugins)
+        self._agent_llm: Any = as_llm(model, memory.plugins) if llm == "agent" and model is not None else None
         self._threads: dict[str, Thread] = {}
         self._known: set[str] = set()
         self._lock = threading.Lock()
@@ -219,7 +219,7 @@ class AgentMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     # ---- the model that extracts ----------------------------------------------------------
     def _see_model(self, model: Any) -> None:
         if self.llm_choice == "agent" and self._agent_llm is None and model is not None:
-            self._agent_llm = as_llm(model)
+            self._agent_llm = as_llm(model, self.memory.plugins)
 
     @property
     def memory_llm(self) -> Llm | Any:

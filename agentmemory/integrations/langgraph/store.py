@@ -283,8 +283,9 @@ class AgentMemoryStore(BaseStore):
             else:
                 raise InvalidArgument("ops", f"unknown operation {type(op).__name__}")
         if refresh:
+            ctx = self.memory.context()
             patches = [
-                RecordPatch(rid, expires_at=expires_at(self.memory.context(), minutes / 1440.0, now, now))
+                RecordPatch(rid, expires_at=expires_at(ctx, minutes / 1440.0, now, now))
                 for rid, minutes in sorted(refresh.items())
             ]
             yield Call(self.memory.store, "write", (WriteBatch(patch=patches),))
@@ -381,6 +382,7 @@ class AgentMemoryStore(BaseStore):
             texts = [] if op.value is None else self._texts(op.value, op.index)
             plans.append((self._record_id(namespace, str(op.key)), op, namespace, texts))
         ids = tuple(rid for rid, *_ in plans)
+        ctx = self.memory.context()
         existing: list[Record] = yield Call(self.memory.store, "query", (RecordFilter(record_ids=ids),))
         by_id = {r.record_id: r for r in existing}
         alive = {rid for rid, r in by_id.items() if r.expires_at is None or r.expires_at > now}
@@ -413,7 +415,7 @@ class AgentMemoryStore(BaseStore):
                 }
             }
             # no TTL: the client's retention default (else its maximum, else never) applies
-            expires = expires_at(self.memory.context(), OMITTED if op.ttl is None else op.ttl / 1440.0, now, now)
+            expires = expires_at(ctx, OMITTED if op.ttl is None else op.ttl / 1440.0, now, now)
             if rid in alive:
                 patches.append(
                     RecordPatch(rid, content=content, metadata=meta, vector=vector, timestamp=now, expires_at=expires, status=RecordStatus.VALID)
@@ -435,7 +437,7 @@ class AgentMemoryStore(BaseStore):
             )
             adds.append(NewRecord(record, vector))
         if deletes:
-            yield from delete_records_op(self.memory.context(), deletes)
+            yield from delete_records_op(ctx, deletes)
         if adds or patches:
             yield Call(self.memory.store, "write", (WriteBatch(add=adds, patch=patches),))
 
