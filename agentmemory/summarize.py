@@ -23,7 +23,7 @@ import numpy as np
 
 from .analysis import DEFAULT_LANGUAGE, Analyzer
 from .records import Record
-from .tokens import CHARS_PER_TOKEN, EstimateCounter, TokenCounter, estimate_tokens
+from .tokens import CHARS_PER_TOKEN, EstimateCounter, TokenCounter
 
 MMR_LAMBDA = 0.7
 """Weight of salience against redundancy in the greedy pick (1.0 ignores redundancy)."""
@@ -135,7 +135,7 @@ def extractive_summary(messages: Sequence[Record], token_budget: int, counter: T
     """Salient, non-redundant sentences of ``messages`` in chronological order, as ``role: text``
     lines (one per message), within ``token_budget`` tokens of ``counter`` (default: the
     estimate). Empty input or budget → ``""``."""
-    count = estimate_tokens if counter is None or isinstance(counter, EstimateCounter) else counter.count
+    counter = counter or EstimateCounter()
     if token_budget <= 0:
         return ""
     sentences = _split(messages)
@@ -155,7 +155,7 @@ def extractive_summary(messages: Sequence[Record], token_budget: int, counter: T
         text = sentences[best].text.lower()
         if redundancy[best] >= DUPLICATE_SIMILARITY or text in seen_texts:
             continue
-        if count(_render(sentences, [*picked, best])) <= token_budget:
+        if counter.count(_render(sentences, [*picked, best])) <= token_budget:
             picked.append(best)
             seen_texts.add(text)
             redundancy = np.maximum(redundancy, similarity[best])
@@ -164,8 +164,5 @@ def extractive_summary(messages: Sequence[Record], token_budget: int, counter: T
             return ""
         top = sentences[int(np.argmax(salience))]
         line = f"{top.role}: {top.text}"
-        if count is estimate_tokens:
-            return _clip_to_budget(line, token_budget)
-        assert counter is not None
-        return counter.truncate(line, token_budget)
+        return _clip_to_budget(line, token_budget) if isinstance(counter, EstimateCounter) else counter.truncate(line, token_budget)
     return _render(sentences, picked)

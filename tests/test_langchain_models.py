@@ -19,7 +19,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
-from agentmemory import AgentMemory, ModelError
+from agentmemory import AgentMemory, InvalidArgument, ModelError
 from agentmemory.embedders import HashingEmbedder, as_embedder
 from agentmemory.integrations.langchain import LangChainEmbedder, LangChainLlm
 from agentmemory.llm import as_llm
@@ -209,7 +209,7 @@ def test_detection_leaves_agentmemory_objects_alone() -> None:
     assert as_llm(None) is None
     wrapped = LangChainLlm(ToolCallingFake())
     assert as_llm(wrapped) is wrapped
-    with pytest.raises(Exception, match="expected a LangChain chat model"):
+    with pytest.raises(InvalidArgument, match="expected a LangChain chat model"):
         LangChainLlm("gpt-4o")  # type: ignore[arg-type]
 
 
