@@ -5,7 +5,8 @@ Records are immutable pydantic models shared by the core, the SPI and every back
 
 from __future__ import annotations
 
-from datetime import datetime
+import dataclasses
+from datetime import date, datetime
 from enum import Enum
 from typing import Any
 
@@ -214,22 +215,16 @@ def jsonable(value: Any) -> Any:
     as ISO-8601 with their offset (``isoformat``, which ``datetime.fromisoformat`` reads back on
     every supported Python), enums by value, tuples as lists; metadata passes through as stored
     (ints of any size stay ints). The CLI's JSON output and the dump format both use it."""
-    import dataclasses
-    from datetime import date
-
-    def convert(item: Any) -> Any:
-        if isinstance(item, BaseModel):
-            return {name: convert(getattr(item, name)) for name in type(item).model_fields}
-        if dataclasses.is_dataclass(item) and not isinstance(item, type):
-            return {f.name: convert(getattr(item, f.name)) for f in dataclasses.fields(item)}
-        if isinstance(item, Enum):
-            return convert(item.value)
-        if isinstance(item, date):  # datetimes too
-            return item.isoformat()
-        if isinstance(item, dict):
-            return {str(k): convert(v) for k, v in item.items()}
-        if isinstance(item, (list, tuple, set, frozenset)):
-            return [convert(v) for v in item]
-        return item
-
-    return convert(value)
+    if isinstance(value, BaseModel):
+        return {name: jsonable(getattr(value, name)) for name in type(value).model_fields}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Enum):
+        return jsonable(value.value)
+    if isinstance(value, date):  # datetimes too
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in value]
+    return value
