@@ -317,11 +317,13 @@ class MemoryStore(ABC):
         try:
             yield
         finally:
-            if self.is_open:
-                self._defer_indexes(False)
+            # Always, even when the block closed the store: a backend's hold is state of the store
+            # object (a counter), and a reopened store must not stay held forever.
+            self._defer_indexes(False)
 
     def _defer_indexes(self, defer: bool) -> None:
-        """Start (True) or end (False) holding back automatic index maintenance (default: none)."""
+        """Start (True) or end (False) holding back automatic index maintenance (default: none).
+        Called with False also after the block closed the store, so it must not need it open."""
         return None
 
     # ---- async twins --------------------------------------------------------------------------

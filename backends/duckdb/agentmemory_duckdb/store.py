@@ -524,6 +524,7 @@ class DuckDBStore(MemoryStore):
         self._kw = None
         self._kw_terms = {}
         self._memo, self._memo_clock = {}, -1
+        self._fts_stats = None
         self._scopes, self._rows = {}, {}
         if not self._read_only:
             # snapshot tables a crash left behind (built, never made current)
@@ -783,7 +784,7 @@ class DuckDBStore(MemoryStore):
             table = self._conn().execute(sql).fetch_arrow_table()
         if not table.num_rows:
             return {}
-        matrix = table.column("vec").combine_chunks().flatten().to_numpy().astype(np.float32).reshape(-1, dim)
+        matrix = _vec_matrix(table, dim, copy=True)  # own arrays: callers get writable vectors
         return dict(zip(table.column("rid").to_pylist(), matrix, strict=True))
 
     # ---- vector search -------------------------------------------------------------------------
@@ -848,7 +849,7 @@ class DuckDBStore(MemoryStore):
         if scope is None:
             table = con.execute(f"SELECT {_COLS}, r.ver, r.vec FROM am_records r WHERE r.has_vec AND {where}").fetch_arrow_table()
             n = table.num_rows
-            matrix = table.column("vec").combine_chunks().flatten().to_numpy().astype(np.float32, copy=False).reshape(n, self.dimension)
+            matrix = _vec_matrix(table, self.dimension, copy=False)
             scope = _Scope(table.column("rid").to_pylist(), table.column("ver").to_numpy(), matrix, table.select(range(_N_COLS)))
             budget = max(_SCOPE_CACHE_ROWS, self._exact_max_rows)
             while self._scopes and sum(len(s.rids) for s in self._scopes.values()) + n > budget:
@@ -1007,7 +1008,8 @@ class DuckDBStore(MemoryStore):
                             f"SELECT (SELECT num_docs FROM {schema}.stats), (SELECT avgdl FROM {schema}.stats)"
                         ).fetchone())
                     _, n_idx, avgdl_idx = self._fts_stats
-                    df_idx = {t: kw.df[t] for t in terms if t in kw.df} if kw is not None and kw.table == fts.table else {}
+                    assert kw is not None  # the block above set it for this same snapshot
+                    df_idx = {t: kw.df[t] for t in terms if t in kw.df}
                 # corpus statistics: the snapshot's plus those of the whole delta (every searchable
                 # row written since, not only the rows this filter passes: a scope must not change
                 # a record's score); with no snapshot, exactly the reference's
@@ -1336,6 +1338,13 @@ class DuckDBStore(MemoryStore):
             with self._lock:
                 self._building -= 1
 
+
+
+def _vec_matrix(table: pa.Table, dim: int, *, copy: bool) -> np.ndarray:
+    """The ``vec`` column of an Arrow result as a float32 ``(rows, dim)`` matrix: a view of the
+    (read-only) Arrow buffer with ``copy=False``, an own writable array with ``copy=True``."""
+    flat = table.column("vec").combine_chunks().flatten().to_numpy()
+    return flat.astype(np.float32, copy=copy).reshape(table.num_rows, dim)
 
 
 def _arrow_table(columns: ValidatedColumns, matrix: np.ndarray, missing: np.ndarray, seq: int, ver: int) -> pa.Table:
