@@ -146,7 +146,7 @@ class Postings:
         tid = np.array([self.term_id.get(t, -1) for t in order], np.int64)
         found = tid >= 0
         safe = np.where(found, tid, 0)
-        a = np.where(found, self.offsets[safe], 0) if len(self.offsets) > 1 else np.zeros(len(order), np.int64)
+        a = np.where(found, self.offsets[safe], 0)  # offsets has n_terms + 1 >= 1 entries
         b = np.where(found, self.offsets[np.minimum(safe + 1, len(self.offsets) - 1)], 0)
         base = safe * max(nbase, 1)
         if lo > 0 or hi < nbase:

@@ -534,6 +534,9 @@ class HnswlibStore(MemoryStore):
         self._index = None
         self._cols = None
         self._postings = None
+        # the masks are keyed by the columns' id(): a reopened store's new columns may reuse it
+        self._masks.clear()
+        self._masks_of = None
         if self._lock_fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self._lock_fd)  # closing the descriptor releases the flock
