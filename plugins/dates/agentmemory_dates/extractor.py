@@ -19,12 +19,15 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, tzinfo
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from agentmemory import InvalidArgument, Record
 from agentmemory.extraction.base import Extractor, candidate_key, merge_candidates
 from agentmemory.extraction.models import MAX_MEMORY_CHARS, ExtractionContext, ExtractionOutput, MemoryCandidate
+
+if TYPE_CHECKING:
+    from agentmemory.effects import Op
 
 _NUMBER = r"(?:\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a\s+few|several)"
 _UNIT = r"(?:day|week|month|year)s?"
@@ -152,13 +155,15 @@ class DatesExtractor(Extractor):
         return out
 
     def extract(self, context: ExtractionContext) -> ExtractionOutput:
-        """Alone: one dated memory per sentence that holds a relative time expression."""
-        return ExtractionOutput(memories=merge_candidates([], self._dated_sentences(context, set())))
-
-    def chain_op(self, context: ExtractionContext) -> Any:
-        """In a chain: date the earlier candidates, then add sentences none of them covered."""
+        """Alone: one dated memory per sentence that holds a relative time expression. With
+        earlier candidates (in a chain) they come first, dated (``compose``)."""
         return ExtractionOutput(memories=self.compose(context))
-        yield  # pragma: no cover - an effect generator that needs no effects
+
+    def chain_op(self, context: ExtractionContext) -> Op[ExtractionOutput]:
+        """In a chain: date the earlier candidates, then add sentences none of them covered
+        (``extract`` as an effect, so the async API parses dates off the event loop)."""
+        output: ExtractionOutput = yield from self.extract_op(context)
+        return output
 
     def compose(self, context: ExtractionContext) -> list[MemoryCandidate]:
         """The earlier candidates, dated where they hold an expression, then new dated ones."""
