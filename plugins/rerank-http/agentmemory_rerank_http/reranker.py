@@ -35,10 +35,10 @@ from typing import Any
 import httpx
 
 from agentmemory import InvalidArgument, ModelError, SearchResult
+from agentmemory.http import RETRY_STATUSES, retry_after_seconds
 
 log = logging.getLogger(__name__)
 
-RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 ENV_PREFIX = "AGENTMEMORY_RERANK_"
 
 
@@ -234,7 +234,7 @@ class HttpReranker:
                 problem = f"HTTP {response.status_code}: {response.text[:300]}"
                 if response.status_code not in RETRY_STATUSES:
                     raise RerankError(f"rerank server at {self.url} refused the request: {problem}")
-                wait = min(self.max_backoff_s, _retry_after(response) or wait)
+                wait = min(self.max_backoff_s, retry_after_seconds(response.headers.get("Retry-After")) or wait)
             if attempt < self.max_retries:
                 self._sleep(wait)
         raise RerankUnavailable(f"rerank server at {self.url} failed {self.max_retries + 1} times; last: {problem}")
@@ -254,12 +254,3 @@ class HttpReranker:
 
     def __repr__(self) -> str:
         return f"HttpReranker(url={self.url!r}, dialect={self.dialect.name!r}, model={self.model!r})"
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    """``Retry-After`` in seconds (the date form is ignored)."""
-    try:
-        value = float(response.headers.get("Retry-After", ""))
-    except ValueError:
-        return None
-    return value if math.isfinite(value) and value >= 0 else None
