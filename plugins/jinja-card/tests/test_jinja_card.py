@@ -11,6 +11,7 @@ import pytest
 from agentmemory_conformance import RendererConformance
 from agentmemory_conformance.plugin_suite import SLOTS, _parts
 from agentmemory_jinja_card import TemplateCardRenderer, TemplateError
+from markupsafe import Markup
 
 from agentmemory import AgentMemory, HashingEmbedder, InvalidArgument
 from agentmemory.card_model import CardParts
@@ -68,6 +69,8 @@ def test_markup_objects_cannot_bypass_escaping() -> None:
     with pytest.raises(TemplateError):
         TemplateCardRenderer("{{ summary|safe }}")
     out = TemplateCardRenderer("{{ summary|e }}")(CardParts(summary="<b>"))
+    assert out == "&lt;b&gt;"
+    out = TemplateCardRenderer("{{ summary }}")(CardParts(summary=Markup("<b>")))
     assert out == "&lt;b&gt;"
 
 
