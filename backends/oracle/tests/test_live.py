@@ -1,4 +1,6 @@
-"""Checks of issue #20 that only a real Oracle Database 23ai can make — only when one is given.
+"""Checks of issue #20 that only a real Oracle Database 23ai can make, and issue #16's Oracle leg
+(a local store moved to Oracle and back; proven between the local backends, offline, by the core's
+``tests/test_transfer.py``) — only when one is given.
 
 Set ``AGENTMEMORY_ORACLE_DSN`` (plus ``AGENTMEMORY_ORACLE_USER``, ``AGENTMEMORY_ORACLE_PASSWORD``),
 as for ``test_conformance.py``; see ``backends/oracle/README.md``. Each test makes its own memory
@@ -14,6 +16,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import oracledb
@@ -29,14 +32,17 @@ if not DSN:
     warnings.warn(SKIP_REASON, UserWarning, stacklevel=1)
     pytest.skip(SKIP_REASON, allow_module_level=True)
 
+import numpy as np  # noqa: E402
 from agentmemory_conformance.catalogue import NASTY_METADATA  # noqa: E402
 from agentmemory_conformance.support import E1, E2, T0, assert_same, rec  # noqa: E402
 from agentmemory_oracle import OracleStore  # noqa: E402
 from agentmemory_oracle.names import StoreNames  # noqa: E402
 
+from agentmemory import AgentMemory, HashingEmbedder  # noqa: E402
 from agentmemory.records import Link, LinkType  # noqa: E402
 from agentmemory.reference_store import InMemoryStore  # noqa: E402
-from agentmemory.spi import NewRecord, RecordFilter, RecordPatch, WriteBatch  # noqa: E402
+from agentmemory.spi import NewRecord, Order, RecordFilter, RecordPatch, WriteBatch  # noqa: E402
+from agentmemory.transfer import export_records, import_records, migrate, read_dump, write_dump  # noqa: E402
 
 USER = os.environ.get("AGENTMEMORY_ORACLE_USER") or None
 PASSWORD = os.environ.get("AGENTMEMORY_ORACLE_PASSWORD") or None
@@ -201,3 +207,39 @@ def test_server_version_is_read_as_a_release(store: OracleStore) -> None:
     version = store.info().extra["server_version"]
     release = server_release(str(version))
     assert release is not None and release >= MIN_SERVER_RELEASE, version
+
+
+CFG = {"extract_memories": False, "enable_context_summary": False}
+
+
+def test_local_store_moves_to_oracle_and_back(tmp_path: Path) -> None:
+    oracle = OracleStore(user=USER, password=PASSWORD, dsn=DSN, pool_min=0, pool_max=2,
+                         memory_store_key=f"migrate-{uuid.uuid4()}")
+    with AgentMemory(f"duckdb://{tmp_path / 'dev.duckdb'}", embedder=HashingEmbedder(), memory_extraction_config=CFG) as dev:
+        thread = dev.create_thread("t1", user_id="maya", agent_id="ops", metadata={"big": 2**53 + 1})
+        thread.add_messages([{"role": "user", "content": f"the ledger enrichment step fails, try {i}"} for i in range(30)])
+        old = dev.add_memory("prefers cron", user_id="maya", memory_type="preference", metadata=NASTY_METADATA)
+        new = dev.add_memory("prefers LangGraph now", user_id="maya", memory_type="preference", ttl_days=30)
+        dev.link_records(new, old, "supersedes")
+        prod = AgentMemory(oracle, embedder=HashingEmbedder(), memory_extraction_config=CFG)
+        try:
+            report = migrate(dev, prod, batch_size=7)
+            assert report.vectors == "kept" and report.links_written == 1
+            records = dev.store.query(RecordFilter(), order=Order.SEQ_ASC)
+            assert_same(prod.store.query(RecordFilter(), order=Order.SEQ_ASC), records, seq=False, what="records")
+            assert_same(prod.store.links(), dev.store.links(), what="links")
+            ids = [r.record_id for r in records]
+            got, want = prod.store.read_vectors(ids), dev.store.read_vectors(ids)
+            assert sorted(got) == sorted(want) and all(np.allclose(got[k], want[k], atol=1e-6) for k in want)
+            assert prod.search("which step fails?", user_id="maya", strategy="vector")[0].record.record_id == \
+                dev.search("which step fails?", user_id="maya", strategy="vector")[0].record.record_id
+            again = migrate(dev, prod)
+            assert again.records_written == 0 and again.records_unchanged == len(records)
+            dump = tmp_path / "prod.jsonl.gz"
+            write_dump(export_records(prod), dump)
+            with AgentMemory("memory://", embedder=HashingEmbedder(), memory_extraction_config=CFG) as back:
+                import_records(back, read_dump(dump))
+                assert_same(back.store.query(RecordFilter(), order=Order.SEQ_ASC), records, seq=False, what="round trip")
+        finally:
+            prod.close()
+            oracle.drop()
