@@ -401,17 +401,17 @@ def parse_method_spec(spec: str) -> tuple[str, dict[str, Any]]:
 
 def build_methods(
     names: Sequence[str], extra: Mapping[str, Mapping[str, Any]] | None = None, *, keyword: bool = True
-) -> tuple[list[RankMethod], bool, dict[str, str]]:
-    """The ranking rows for ``names`` plus ``extra`` search rows; whether a card row is on (which
-    ones: ``card_rows``); rows not run (and why)."""
+) -> tuple[list[RankMethod], list[str], dict[str, str]]:
+    """The ranking rows for ``names`` plus ``extra`` search rows; the card rows among ``names``
+    (in ``CARD_ROWS`` order); rows not run (and why)."""
     methods: list[RankMethod] = []
     not_run: dict[str, str] = {}
-    card = False
+    card_rows = [name for name in CARD_ROWS if name in names]
     for name in names:
         if name == "last-N":
             methods.append(last_n_method())
         elif name in CARD_ROWS:
-            card = True
+            continue
         elif name in SEARCH_ROWS:
             if name in KEYWORD_ROWS and not keyword:
                 not_run[name] = "the store has no keyword search"
@@ -424,7 +424,7 @@ def build_methods(
             not_run[name] = "the store has no keyword search"
             continue
         methods.append(search_method(name, **dict(options)))
-    return methods, card, not_run
+    return methods, card_rows, not_run
 
 
 # ---- store ----------------------------------------------------------------------------------------
@@ -604,7 +604,8 @@ def run(
     tokenizer = load_tokenizer()
     client = AgentMemory(store=store, embedder=embedder)
     keyword = Capability.KEYWORD_SEARCH in client.store.capabilities()
-    rank_methods, card, not_run = build_methods(methods, extra_methods, keyword=keyword)
+    rank_methods, card_rows, not_run = build_methods(methods, extra_methods, keyword=keyword)
+    card = bool(card_rows)
     note(f"locomo: {len(convs)} conversations, {sum(len(c.turns) for c in convs)} turns, "
          f"{sum(len(c.questions) for c in convs)} questions; tokens by {tokenizer.name}")
     warm = getattr(embedder, "warm", None)
@@ -620,7 +621,6 @@ def run(
     threads = ingest(client, convs, extract=card)
     ingest_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    card_rows = [name for name in CARD_ROWS if name in methods]
     rows, restored = evaluate(client, convs, threads, rank_methods, card_rows=card_rows, budgets=budgets, tokenizer=tokenizer)
     evaluate_s = time.perf_counter() - t0
     memories = sum(len(client.list_memories(user_id=c.user_id, limit=10_000)) for c in convs) if card else 0

@@ -52,7 +52,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import bpe_openai
 from agentmemory_bench.conversations import Conversation, Message, generate_conversation
 
 from agentmemory import SEPARATE_LLM_CALLS, AgentMemory, HashingEmbedder, LinkType, MemoryExtractionConfig
@@ -60,14 +59,15 @@ from agentmemory.llm import OpenAICompatibleLlm
 from agentmemory.records import MEMORY_TYPES
 from agentmemory.spi import RecordFilter
 from agentmemory.testing import ScriptedServer
+from agentmemory.tokens import EncodingCounter
 
-ENC = bpe_openai.get_encoding("cl100k_base")
+TOKENS = EncodingCounter("cl100k_base").count  # the core's offline loader, as locomo.py uses
 SUMMARY_WORDS = 150
 
 
 def tokens(text: str) -> int:
     """cl100k_base tokens of ``text``."""
-    return len(ENC.encode(text)) if text else 0
+    return TOKENS(text)
 
 
 # ---- the scripted model ----------------------------------------------------------------------------

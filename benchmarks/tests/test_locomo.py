@@ -145,8 +145,8 @@ def test_method_specs() -> None:
     assert L.parse_method_spec("plain") == ("plain", {})
     with pytest.raises(ValueError):
         L.parse_method_spec("bad:strategy")
-    methods, card, not_run = L.build_methods(["last-N", "keyword", "card"], {"x": {"strategy": "hybrid"}}, keyword=False)
-    assert [m.name for m in methods] == ["last-N"] and card is True and set(not_run) == {"keyword", "x"}
+    methods, card_rows, not_run = L.build_methods(["last-N", "keyword", "card"], {"x": {"strategy": "hybrid"}}, keyword=False)
+    assert [m.name for m in methods] == ["last-N"] and card_rows == ["card"] and set(not_run) == {"keyword", "x"}
     with pytest.raises(ValueError):
         L.build_methods(["nope"])
 
