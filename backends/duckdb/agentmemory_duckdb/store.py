@@ -65,7 +65,7 @@ from agentmemory.spi import (
 from agentmemory.validation import stored_metadata
 
 from . import _schema
-from ._keyword import KeywordIndex
+from ._keyword import DeltaDocFreq, KeywordIndex
 from ._sql import (
     LINK_COLUMNS,
     META_MATCH_UDF,
@@ -266,6 +266,8 @@ class DuckDBStore(MemoryStore):
         snapshot, or at the first keyword search after open."""
         self._kw_terms: dict[str, tuple[int, Counter[str], int]] = {}
         """Analysed terms of rows written since the BM25 snapshot (``_delta_terms``)."""
+        self._delta_df = DeltaDocFreq()
+        """Document frequencies over those rows, updated per write (``_delta_corpus``)."""
         self._memo: dict[tuple[Any, ...], Any] = {}
         """Reads that depend only on the stored rows, for the write clock ``_memo_clock`` (``_memoised``)."""
         self._memo_clock = -1
@@ -523,6 +525,7 @@ class DuckDBStore(MemoryStore):
         self._fts = None if analyzer_changed else _index_state(meta, "fts")
         self._kw = None
         self._kw_terms = {}
+        self._delta_df = DeltaDocFreq()
         self._memo, self._memo_clock = {}, -1
         self._fts_stats = None
         self._scopes, self._rows = {}, {}
@@ -1013,14 +1016,10 @@ class DuckDBStore(MemoryStore):
                 # corpus statistics: the snapshot's plus those of the whole delta (every searchable
                 # row written since, not only the rows this filter passes: a scope must not change
                 # a record's score); with no snapshot, exactly the reference's
-                all_delta, stats, delta_len = self._memoised(("delta", watermark), partial(self._delta_corpus, con, watermark))
+                all_delta, stats, delta_len, delta_df = self._memoised(("delta", watermark), partial(self._delta_corpus, con, watermark))
                 n_docs = int(n_idx) + len(all_delta)
                 avg_len = (float(avgdl_idx or 0.0) * int(n_idx) + delta_len) / n_docs if n_docs else 1.0
-
-                def delta_df(term: str) -> int:
-                    return sum(1 for rid, _, _ in all_delta if term in stats[rid][1])
-
-                df = {t: int(df_idx.get(t, 0)) + self._memoised(("delta-df", watermark, t), partial(delta_df, t)) for t in terms}
+                df = {t: int(df_idx.get(t, 0)) + delta_df[t] for t in terms}
                 for rid in delta_ids:
                     counts = stats[rid][1]
                     if counts.keys().isdisjoint(terms):
@@ -1070,12 +1069,13 @@ class DuckDBStore(MemoryStore):
 
     def _delta_corpus(
         self, con: duckdb.DuckDBPyConnection, watermark: int
-    ) -> tuple[list[tuple[str, int, str | None]], dict[str, tuple[int, Counter[str], int]], int]:
+    ) -> tuple[list[tuple[str, int, str | None]], dict[str, tuple[int, Counter[str], int]], int, Counter[str]]:
         """Every searchable row written since the BM25 snapshot ``(rid, ver, None)``, their term
-        counts (``_delta_terms``) and their total length: the delta's share of the corpus."""
+        counts (``_delta_terms``), their total length and their document frequencies: the
+        delta's share of the corpus."""
         rows = con.execute(f"SELECT rid, ver, NULL FROM am_records WHERE has_vec AND ver > {int(watermark)}").fetchall()
         stats = self._delta_terms(con, rows)
-        return rows, stats, sum(stats[rid][2] for rid, _, _ in rows)
+        return rows, stats, sum(stats[rid][2] for rid, _, _ in rows), self._delta_df.update(watermark, rows, stats)
 
     def _memoised(self, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
         """A read that depends only on the stored rows and snapshots (stale ids, the delta's ids,

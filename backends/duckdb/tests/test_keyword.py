@@ -229,3 +229,40 @@ def test_store_written_with_an_older_analyzer_is_reindexed_on_open(db_path: Path
         assert _ids(ro.keyword_search("running", RecordFilter(), 10)) == ["d1"]
     finally:
         ro.close()
+
+
+def test_delta_statistics_follow_every_write(db_path: Path, h: Any) -> None:
+    """Rows written, rewritten and deleted after the snapshot change the delta's document
+    frequencies, which are kept up to date write by write rather than recounted: after every
+    write the scores equal those of the same file reopened (statistics counted from scratch)."""
+    rng = np.random.default_rng(11)
+    vocab = ["order", "refund", "late", "maya", "invoice", "csv", "step", "bob", "export", "tokyo"]
+
+    def text() -> str:
+        return " ".join(rng.choice(vocab, rng.integers(2, 7)))
+
+    writes = [
+        WriteBatch(add=[h.new(f"n{i:02d}", V, text()) for i in range(5)]),
+        WriteBatch(patch=[RecordPatch("n01", content="refund refund tokyo"), RecordPatch("d03", content="maya csv")]),
+        WriteBatch(delete=["n02", "d04"]),
+        WriteBatch(add=[h.new("n09", V, "invoice late late")], patch=[RecordPatch("n01", content="bob")]),
+        WriteBatch(delete=["n01", "n09"]),
+    ]
+    queries = ("refund tokyo", "maya csv late", "invoice bob export step order")
+    store = h.open_store(db_path, auto_index=False)
+    store.write(WriteBatch(add=[h.new(f"d{i:02d}", V, text()) for i in range(20)]))
+    store.build_indexes()
+    try:
+        for batch in writes:
+            for query in queries:  # statistics of the delta before the write
+                store.keyword_search(query, RecordFilter(), 10)
+            store.write(batch)
+            got = {q: [(x.record.record_id, x.score) for x in store.keyword_search(q, RecordFilter(), 10)] for q in queries}
+            store.close()
+            store = h.open_store(db_path, auto_index=False)
+            assert store.info().extra["fts_index"]["rows"] == 20  # the same snapshot, a fresh count
+            fresh = {q: [(x.record.record_id, x.score) for x in store.keyword_search(q, RecordFilter(), 10)] for q in queries}
+            assert got == fresh
+            assert any(rid.startswith("n") for hits in got.values() for rid, _ in hits) or batch is writes[-1]
+    finally:
+        store.close()
