@@ -352,10 +352,11 @@ class Columns:
             keep = np.flatnonzero(dist <= bound)
         else:
             keep = np.arange(len(dist))
-        rids = self.rids
-        ranked = sorted(
-            (round(float(dist[i]), 6), rids[int(slots[i])], int(slots[i]), float(dist[i])) for i in keep
-        )
+        # (rounded distance, record id, slot, distance) for each kept slot, built by C-level maps:
+        # tolist() gives the same Python floats and ints as float() / int() of each element
+        near = dist[keep].tolist()
+        at = slots[keep].tolist()
+        ranked = sorted(zip(map(round, near, [6] * len(near)), map(self.rids.__getitem__, at), at, near))
         return [(slot, d) for _, _, slot, d in ranked[:k]]
 
 

@@ -16,15 +16,13 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any
 
 import numpy as np
 
 from agentmemory.bm25 import idf, length_norm, term_score
-from agentmemory.records import RecordStatus, RecordType
 from agentmemory.spi import ANY, RecordFilter
 
-from ._columns import STATUS_CODE, TYPE_CODE, Columns, to_us
+from ._columns import Columns
 
 REBUILD_MIN = 2_000
 REBUILD_FRACTION = 0.05
@@ -126,9 +124,13 @@ class Postings:
                 del self.overlay_terms[term]
 
     # ---- search -------------------------------------------------------------------------------
-    def score(self, terms: set[str], flt: RecordFilter, cols: Columns) -> tuple[np.ndarray, np.ndarray]:
+    def score(
+        self, terms: set[str], flt: RecordFilter, cols: Columns, scope: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(slots, scores) of the live documents holding a query term and passing ``flt``
-        (the metadata filter excepted), with the reference's BM25 over every live document."""
+        (the metadata filter excepted), with the reference's BM25 over every live document.
+        ``scope`` is ``cols.mask(flt)`` (None: every slot passes), which the store memoises
+        per columns version and shares with vector search."""
         n_docs = cols.n
         avg_len = cols.total_tokens / n_docs or 1.0
         span = self._range(flt, cols)
@@ -182,7 +184,8 @@ class Postings:
         if not len(slots):
             return empty
         cand = np.unique(slots)
-        cand = cand[self._keep(flt, cols, cand)]
+        if scope is not None:
+            cand = cand[scope[cand]]
         if not len(cand):
             return empty
         length = cols.ntok[cand].astype(np.float64)
@@ -210,36 +213,6 @@ class Postings:
         if thread is None:
             return None
         return self.thread_range.get((user, thread), (0, 0))
-
-    @staticmethod
-    def _keep(flt: RecordFilter, cols: Columns, slots: np.ndarray) -> np.ndarray:
-        """Which of ``slots`` pass ``flt`` (all but the metadata filter)."""
-        keep = np.ones(len(slots), bool)
-
-        def codes(column: np.ndarray, wanted: list[Any]) -> None:
-            nonlocal keep
-            keep &= np.isin(column[slots], [c for c in wanted if c is not None])
-
-        if flt.record_ids is not None:
-            wanted = {s for s in (cols.slot_of.get(r) for r in flt.record_ids) if s is not None}
-            keep &= np.fromiter((int(s) in wanted for s in slots), bool, len(slots))
-        if flt.record_types is not None:
-            codes(cols.rtype, [TYPE_CODE[RecordType(t)] for t in flt.record_types])
-        for name, column in (("user_id", cols.user), ("agent_id", cols.agent), ("thread_id", cols.thread)):
-            want = getattr(flt, name)
-            if want is not ANY:
-                codes(column, [0 if want is None else cols.codes.get(want)])
-        if flt.statuses is not None:
-            codes(cols.status, [STATUS_CODE[RecordStatus(s)] for s in flt.statuses])
-        if flt.alive_at is not None:
-            keep &= cols.expires[slots] > to_us(flt.alive_at)
-        if flt.expired_at is not None:
-            keep &= cols.expires[slots] <= to_us(flt.expired_at)
-        if flt.min_seq is not None:
-            keep &= cols.seq[slots] >= flt.min_seq
-        if flt.max_seq is not None:
-            keep &= cols.seq[slots] < flt.max_seq
-        return keep
 
 
 def _csr(tids: np.ndarray, pos: np.ndarray, n: int, n_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -40,6 +40,7 @@ from agentmemory.errors import (
 )
 from agentmemory.records import Link, Record, RecordStatus
 from agentmemory.spi import (
+    ANY,
     UNSET,
     Capability,
     Hit,
@@ -78,6 +79,9 @@ _EF_PER_FETCH = 2.0
 ranking (about k / selectivity), where a beam as wide as the fetch alone loses recall."""
 _META_SAMPLE = 64
 """Rows sampled to estimate how selective a metadata filter is before planning."""
+_FETCH_PARAMS = 256
+"""Records fetched by id with one bound parameter each (below SQLite's oldest 999 limit)."""
+_PLACES = [",".join("?" * count) for count in range(_FETCH_PARAMS + 1)]
 _TIE_MARGIN = 4e-6
 """Distances closer than this to the edge of an ANN fetch may round to a tie (6 decimals)."""
 
@@ -861,10 +865,16 @@ class HnswlibStore(MemoryStore):
         return {rid: np.frombuffer(blob, dtype=np.float32).copy() for rid, blob in rows}
 
     def _fetch(self, con: sqlite3.Connection, record_ids: list[str]) -> dict[str, Record]:
-        rows = con.execute(
-            f"SELECT {_sql.RECORD_COLUMNS} FROM records WHERE record_id IN (SELECT value FROM json_each(?))",
-            (_sql.dumps(record_ids),),
-        ).fetchall()
+        if len(record_ids) <= _FETCH_PARAMS:  # bound parameters: cheaper than encoding JSON for json_each
+            rows = con.execute(
+                f"SELECT {_sql.RECORD_COLUMNS} FROM records WHERE record_id IN ({_PLACES[len(record_ids)]})",
+                record_ids,
+            ).fetchall()
+        else:
+            rows = con.execute(
+                f"SELECT {_sql.RECORD_COLUMNS} FROM records WHERE record_id IN (SELECT value FROM json_each(?))",
+                (_sql.dumps(record_ids),),
+            ).fetchall()
         return {row[0]: _sql.row_to_record(row) for row in rows}
 
     # ---- vector search ------------------------------------------------------------------------
@@ -935,6 +945,10 @@ class HnswlibStore(MemoryStore):
     def _mask(self, cols: Columns, flt: RecordFilter) -> np.ndarray | None:
         """``cols.mask(flt)``, memoised until the columns change: the context card asks several
         queries in one scope, and each mask is a pass over every slot."""
+        if (flt.user_id is ANY and flt.thread_id is ANY and flt.agent_id is ANY and flt.record_ids is None
+                and flt.record_types is None and flt.statuses is None and flt.alive_at is None
+                and flt.expired_at is None and flt.min_seq is None and flt.max_seq is None):
+            return None  # no condition but (perhaps) metadata: what cols.mask answers, without a lookup
         key = (id(cols), cols.version)
         if self._masks_of != key:
             self._masks.clear()
@@ -993,7 +1007,7 @@ class HnswlibStore(MemoryStore):
             postings = self._postings
             if postings is None or postings.stale(cols.n):
                 postings = self._postings = Postings(con, cols)
-            slots, scores = postings.score(terms, filter, cols)
+            slots, scores = postings.score(terms, filter, cols, self._mask(cols, filter))
             if filter.metadata_filter and len(slots):
                 ok = cols.meta_ok(slots, dict(filter.metadata_filter))
                 slots, scores = slots[ok], scores[ok]

@@ -200,3 +200,45 @@ def test_close_forgets_the_scope_masks(tmp_path: Path) -> None:
         assert {h.record.record_id for h in store.vector_search(vectors[0], scope, 4)} == {"r1", "r3", "r4"}
     finally:
         store.close()
+
+
+def test_decoded_records_equal_model_construct() -> None:
+    """``_sql.row_to_record`` fills the model directly: the result must be what
+    ``Record.model_construct`` of the same values gives, in every observable way."""
+    import json
+    import pickle
+    from datetime import datetime
+
+    import pydantic
+    from agentmemory_hnswlib import _sql
+
+    from agentmemory.records import Record, RecordStatus, RecordType
+
+    assert _sql._DIRECT
+    rows = [
+        ("a", "memory", "text", "u", None, "t", None, 3, "2025-01-01T12:00:00.123456+00:00",
+         "2025-01-01T12:00:00+00:00", None, "valid", "{}"),
+        ("b", "message", "hi", None, "ag", None, "user", 9, "2025-01-01T12:00:00+00:00",
+         "2025-01-02T12:00:00+00:00", "2026-01-01T00:00:00+00:00", "invalid", '{"k":[1,"x"],"n":{"a":1.5}}'),
+    ]
+    for row in rows:
+        got = _sql.row_to_record(row)
+        names = ("record_id", "record_type", "content", "user_id", "agent_id", "thread_id", "role", "seq",
+                 "timestamp", "created_at", "expires_at", "status", "metadata")
+        values = dict(zip(names, row))
+        values.update(
+            record_type=RecordType(values["record_type"]), status=RecordStatus(values["status"]),
+            timestamp=datetime.fromisoformat(values["timestamp"]),
+            created_at=datetime.fromisoformat(values["created_at"]),
+            expires_at=None if values["expires_at"] is None else datetime.fromisoformat(values["expires_at"]),
+            metadata=json.loads(values["metadata"]),
+        )
+        want = Record.model_construct(**values)
+        assert got == want and repr(got) == repr(want)
+        assert got.model_fields_set == want.model_fields_set
+        assert got.model_dump() == want.model_dump() and list(got.__dict__) == list(want.__dict__)
+        assert got.__pydantic_extra__ is None and got.__pydantic_private__ is None
+        assert pickle.loads(pickle.dumps(got)) == want
+        assert got.model_copy(update={"seq": 1}).seq == 1
+        with pytest.raises(pydantic.ValidationError):  # still frozen
+            got.content = "changed"  # type: ignore[misc]
