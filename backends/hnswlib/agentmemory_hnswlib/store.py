@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import itertools
 import logging
 import math
 import os
@@ -82,6 +83,8 @@ _META_SAMPLE = 64
 _FETCH_PARAMS = 256
 """Records fetched by id with one bound parameter each (below SQLite's oldest 999 limit)."""
 _PLACES = [",".join("?" * count) for count in range(_FETCH_PARAMS + 1)]
+_RECORD_CACHE = 8192
+"""Decoded records kept by id (``HnswlibStore._records``)."""
 _TIE_MARGIN = 4e-6
 """Distances closer than this to the edge of an ANN fetch may round to a tie (6 decimals)."""
 
@@ -206,6 +209,12 @@ class HnswlibStore(MemoryStore):
         self._masks: dict[RecordFilter, np.ndarray | None] = {}
         """Scope masks of the columns version ``_masks_of`` (``_mask``)."""
         self._masks_of: tuple[int, int] | None = None
+        self._records: dict[str, Record] = {}
+        """Decoded records by id, at most ``_RECORD_CACHE`` (oldest dropped first): a context
+        card reads the same few hundred records again and again. ``Record`` is frozen and the
+        reference store, too, hands out its stored objects. Every write drops the ids it adds,
+        patches or deletes (committed or rolled back) before the lock is released; reloading
+        the state and closing drop them all."""
         self.plan_counts: Counter[str] = Counter()
         """How vector queries were answered: ``exact``, ``ann``, ``ann_refetch`` (a fetch had
         to grow), ``ann_fallback`` (the ANN path gave way to an exact scan)."""
@@ -454,6 +463,7 @@ class HnswlibStore(MemoryStore):
                 raise BackendUnavailable(f"cannot read {self._directory / DB_FILE}: {exc}") from exc
         self._cols, self._index, self.last_reconcile = state
         self._postings = None
+        self._records.clear()
         self._snaps = snaps
         snaps.remove_orphans(keep=snaps.generation if manifest is not None else None)
         if self._index.unsaved or (self.last_reconcile.source != "snapshot" and self._cols.n):
@@ -541,6 +551,7 @@ class HnswlibStore(MemoryStore):
         # the masks are keyed by the columns' id(): a reopened store's new columns may reuse it
         self._masks.clear()
         self._masks_of = None
+        self._records.clear()
         if self._lock_fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self._lock_fd)  # closing the descriptor releases the flock
@@ -638,9 +649,43 @@ class HnswlibStore(MemoryStore):
                     raise
             except sqlite3.Error as exc:
                 raise _backend_error(exc) from exc
+            finally:  # whatever happened, no decoded record of an id this batch names survives
+                self._forget(batch)
             self._seq, self._txn = seq, txn
             self._sync_memory(touched)
             return added
+
+    def _forget(self, batch: WriteBatch) -> None:
+        """Drop the cached records of every id ``batch`` adds, patches or deletes (links change
+        no record row)."""
+        records = self._records
+        if not records:
+            return
+        for item in batch.add:
+            records.pop(item.record.record_id, None)
+        for patch in batch.patch:
+            records.pop(patch.record_id, None)
+        for rid in batch.delete:
+            records.pop(rid, None)
+
+    def _decoded(self, rows: list[tuple[Any, ...]], keep: bool) -> list[Record]:
+        """Records of ``RECORD_COLUMNS`` rows read under the lock, from the cache where it has
+        them; with ``keep`` the ones decoded here are cached."""
+        records = self._records
+        out: list[Record] = []
+        fresh = 0
+        for row in rows:
+            rec = records.get(row[0])
+            if rec is None:
+                rec = _sql.row_to_record(row)
+                if keep:
+                    records[row[0]] = rec
+                    fresh += 1
+            out.append(rec)
+        if fresh and len(records) > _RECORD_CACHE:  # drop the oldest entries (dicts keep order)
+            for rid in list(itertools.islice(records, len(records) - _RECORD_CACHE)):
+                del records[rid]
+        return out
 
     def _apply(
         self, con: sqlite3.Connection, batch: WriteBatch, touched: set[str], txn: int
@@ -828,7 +873,7 @@ class HnswlibStore(MemoryStore):
         )
         with self._reading() as con:
             rows = con.execute(sql, (*params, -1 if limit is None else limit, offset)).fetchall()
-        return [_sql.row_to_record(row) for row in rows]
+            return self._decoded(rows, keep=len(rows) <= _RECORD_CACHE // 8)
 
     def _count(self, filter: RecordFilter) -> int:
         clause, params = _sql.where(filter, to_us)
@@ -865,6 +910,13 @@ class HnswlibStore(MemoryStore):
         return {rid: np.frombuffer(blob, dtype=np.float32).copy() for rid, blob in rows}
 
     def _fetch(self, con: sqlite3.Connection, record_ids: list[str]) -> dict[str, Record]:
+        """The records of ``record_ids`` that exist, by id (call under the lock: cached ones
+        are not read again)."""
+        records = self._records
+        found = {rid: rec for rid in record_ids if (rec := records.get(rid)) is not None}
+        if len(found) == len(record_ids):
+            return found
+        record_ids = [rid for rid in record_ids if rid not in found]
         if len(record_ids) <= _FETCH_PARAMS:  # bound parameters: cheaper than encoding JSON for json_each
             rows = con.execute(
                 f"SELECT {_sql.RECORD_COLUMNS} FROM records WHERE record_id IN ({_PLACES[len(record_ids)]})",
@@ -875,7 +927,8 @@ class HnswlibStore(MemoryStore):
                 f"SELECT {_sql.RECORD_COLUMNS} FROM records WHERE record_id IN (SELECT value FROM json_each(?))",
                 (_sql.dumps(record_ids),),
             ).fetchall()
-        return {row[0]: _sql.row_to_record(row) for row in rows}
+        found.update(zip((row[0] for row in rows), self._decoded(rows, keep=True)))
+        return found
 
     # ---- vector search ------------------------------------------------------------------------
     def _vector_search(self, vector: np.ndarray, filter: RecordFilter, k: int) -> list[Hit]:
