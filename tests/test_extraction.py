@@ -698,3 +698,37 @@ def test_slow_model_timeout_surfaces_as_model_error(server: ScriptedServer, brai
         assert len(messages_in(client)) == 1
     finally:
         client.close()
+
+
+def test_memories_and_extraction_state_are_one_write(tmp_path: Any) -> None:
+    """The memories an extraction writes and the thread's "extracted up to here" mark are one
+    batch: when that write fails, neither is stored and the messages stay pending, so the next
+    call extracts them (rule-based extractor, no model)."""
+    from agentmemory.ids import thread_record_id
+    from agentmemory.reference_store import InMemoryStore
+    from agentmemory.spi import WriteBatch
+
+    class FailOnce(InMemoryStore):
+        fail = True
+        batches: list[WriteBatch] = []
+
+        def _write(self, batch: WriteBatch) -> list[Record]:
+            self.batches.append(batch)
+            if self.fail and any(item.record.record_type in MEMORY_TYPES for item in batch.add):
+                self.fail = False
+                raise OSError("disk full")
+            return super()._write(batch)
+
+    store = FailOnce()
+    client = AgentMemory(store=store, embedder=HashingEmbedder(64))
+    thread = client.create_thread(thread_id="t", user_id="u")
+    with pytest.raises(OSError, match="disk full"):
+        thread.add_messages([{"role": "user", "content": "I live in Lisbon and my dog is called Rex."}])
+    assert memories(client) == []
+    assert [m.content for m in thread.get_messages()] == ["I live in Lisbon and my dog is called Rex."]
+    store.batches.clear()
+    thread.add_messages([{"role": "assistant", "content": "Noted."}])
+    assert any("Lisbon" in m.content for m in memories(client))
+    # two commits: the messages, then the memories with the thread's state
+    assert len(store.batches) == 2
+    assert [p.record_id for p in store.batches[1].patch][-1] == thread_record_id("t")

@@ -274,7 +274,7 @@ def context_card_op(
     window = yield from window_op(ctx, scope, wanted)
     derived = window[: len(window) - tail_n] if tail_n else window
     recent_msgs = window[-recent_n:] if recent_n else []
-    summary = yield from summary_for_range_op(ctx, scope, tail_n, int(fallback_message_count))
+    summary = yield from summary_for_range_op(ctx, scope, tail_n, int(fallback_message_count), window)
     topics = list(summary.topics)
     if not topics:
         topics = yield from _offline_topics_op(ctx, scope, derived)

@@ -73,32 +73,38 @@ def _one_extractor(ctx: MemoryContext, llm: Any, choice: Any) -> Extractor:
     return factory()
 
 
-def after_messages_op(ctx: MemoryContext, scope: ThreadScope, added: list[Record], call: MemoryExtractionConfig | None = None) -> Op[None]:
+def after_messages_op(
+    ctx: MemoryContext, scope: ThreadScope, added: list[Record], call: MemoryExtractionConfig | None = None, thread: Record | None = None
+) -> Op[None]:
     """Run (or enqueue) extraction and summary updates for newly added messages; ``call`` is the
-    per-call config level (highest priority)."""
+    per-call config level (highest priority), ``thread`` the thread record as read by this call."""
     cfg = scope.extraction_config(ctx, call)
     if not (cfg.extract_memories or cfg.enable_context_summary) or not added:
         return
     if cfg.extraction_mode is MemoryExtractionMode.BACKGROUND:
         ctx.background.submit(scope.thread_id, lambda: process_op(ctx, scope, call))
         return
-    yield from process_op(ctx, scope, call)
+    yield from process_op(ctx, scope, call, thread)
 
 
-def process_op(ctx: MemoryContext, scope: ThreadScope, call: MemoryExtractionConfig | None = None) -> Op[None]:
+def process_op(ctx: MemoryContext, scope: ThreadScope, call: MemoryExtractionConfig | None = None, thread: Record | None = None) -> Op[None]:
     """Extract from messages not yet extracted (per frequency and window) and refresh the summary.
 
-    Settings are resolved from the thread record as stored now, so a handle created before an
-    ``update_thread`` still follows the update."""
+    Settings are resolved from the thread record as stored now (``thread`` when the caller has
+    just read it), so a handle created before an ``update_thread`` still follows the update. The
+    new memories, their links and invalidations and the thread's extraction state are written
+    in one batch: one commit, and no crash between them can make messages extract twice."""
     llm = scope.effective_llm(ctx)
-    rec = yield from thread_record_op(ctx, scope.thread_id)
+    rec = thread if thread is not None else (yield from thread_record_op(ctx, scope.thread_id))
     persisted = MemoryExtractionConfig.from_any(internal_metadata(rec).get("config") or {})
     cfg = MemoryExtractionConfig.resolve(call, scope.live_overrides, persisted, ctx.extraction_config)
     state = thread_state(rec)
     extracted_seq = int(state.get("extracted_seq", 0))
     summarized_seq = int(state.get("summarized_seq", 0))
     base = ctx.alive(thread_id=scope.thread_id, record_types=MESSAGE_TYPES)
-    pending: list[Record] = yield Call(ctx.store, "query", (replace(base, min_seq=extracted_seq + 1),))
+    pending: list[Record] = []
+    if cfg.extract_memories:
+        pending = yield Call(ctx.store, "query", (replace(base, min_seq=extracted_seq + 1),))
     summary_due: list[Record] = []
     if cfg.enable_context_summary and llm is not None:
         unsummarized: list[Record] = yield Call(ctx.store, "query", (replace(base, min_seq=summarized_seq + 1),))
@@ -114,20 +120,23 @@ def process_op(ctx: MemoryContext, scope: ThreadScope, call: MemoryExtractionCon
             cfg.context_summary_update_mode is ContextSummaryUpdateMode.DURING_EXTRACTION
             and [r.record_id for r in summary_due] == [r.record_id for r in pending]
         )
-        new_memories, folded = yield from extract_op(ctx, scope, cfg, llm, window, {r.record_id for r in pending}, update_summary=fold)
+        new_memories, folded, batch, asked_llm = yield from extract_op(ctx, scope, cfg, llm, window, {r.record_id for r in pending}, update_summary=fold)
         state["extracted_seq"] = pending[-1].seq
         if folded is not None:
             yield from write_summary_op(ctx, scope, folded, summary_due[-1].seq)
             state["summarized_seq"] = summary_due[-1].seq
             summary_due = []
-        # saved before linking: a failed link call must not make these messages extract again
-        yield from _save_state_op(ctx, scope.thread_id, state)
+        # saved before linking: a failed link call must not make these messages extract again;
+        # after a model call the thread record is read again (an update_thread may have landed)
+        current = (yield from thread_record_op(ctx, scope.thread_id)) if asked_llm else rec
+        yield Call(ctx.store, "write", (replace(batch, patch=[*batch.patch, state_patch(current, state)]),))
         if new_memories and cfg.memory_link_extraction_mode is MemoryLinkExtractionMode.POST_EXTRACTION and llm is not None:
             yield from post_link_op(ctx, scope, llm, new_memories, cfg, set())
     if summary_due:
         yield from update_summary_op(ctx, scope, llm, summary_due, cfg.memory_extraction_token_limit)
         state["summarized_seq"] = summary_due[-1].seq
-        yield from _save_state_op(ctx, scope.thread_id, state)
+        current = yield from thread_record_op(ctx, scope.thread_id)
+        yield Call(ctx.store, "write", (WriteBatch(patch=[state_patch(current, state)]),))
 
 
 def _due(count: int, frequency: int) -> bool:
@@ -135,13 +144,13 @@ def _due(count: int, frequency: int) -> bool:
     return frequency <= 0 or count >= frequency
 
 
-def _save_state_op(ctx: MemoryContext, thread_id: str, state: dict[str, Any]) -> Op[None]:
-    rec = yield from thread_record_op(ctx, thread_id)
-    meta = dict(rec.metadata)
-    internal = internal_metadata(rec)
+def state_patch(thread: Record, state: dict[str, Any]) -> RecordPatch:
+    """The patch that stores ``state`` as ``thread``'s extraction bookkeeping."""
+    meta = dict(thread.metadata)
+    internal = internal_metadata(thread)
     internal["state"] = state
     meta[RESERVED_METADATA_KEY] = internal
-    yield Call(ctx.store, "write", (WriteBatch(patch=[RecordPatch(rec.record_id, metadata=meta)]),))
+    return RecordPatch(thread.record_id, metadata=meta)
 
 
 def past_memories_op(ctx: MemoryContext, scope: ThreadScope, text: str, k: int = PAST_MEMORY_K, exclude: Sequence[str] = ()) -> Op[list[Record]]:
@@ -188,10 +197,11 @@ def extract_op(
     window: list[Record],
     new_ids: set[str],
     update_summary: bool = False,
-) -> Op[tuple[list[Record], SummaryOutput | None]]:
-    """One extraction over ``window``: writes the memories (and slot/during links and the
-    invalidations they cause) in one batch and returns them, with the updated summary when
-    ``update_summary`` asked the extractor to fold it in and it did."""
+) -> Op[tuple[list[Record], SummaryOutput | None, WriteBatch, bool]]:
+    """One extraction over ``window``: the memories, the updated summary when ``update_summary``
+    asked the extractor to fold it in and it did, the batch that writes the memories (and
+    slot/during links and the invalidations they cause) for the caller to commit, and whether
+    the extractor asked a model."""
     extractor = resolve_extractor(ctx, llm)
     summary = yield from stored_summary_op(ctx, scope.thread_id)
     during = cfg.memory_link_extraction_mode is MemoryLinkExtractionMode.DURING_EXTRACTION and extractor.uses_llm
@@ -218,7 +228,7 @@ def extract_op(
     known = {p.content.strip().lower() for p in past}
     candidates = [c for c in output.memories if c.content.strip().lower() not in known]
     if not candidates:
-        return [], folded
+        return [], folded, WriteBatch(), extractor.uses_llm
     now = ctx.now()
     # a memory is as old as the newest message it came from (imported history keeps its dates)
     stated_at = max((m.timestamp for m in window if m.record_id in new_ids), default=now)
@@ -261,8 +271,7 @@ def extract_op(
                     links.append(Link(link_id=new_id(), source_id=rec.record_id, target_id=target_id, link_type=ltype, created_at=now))
     patches = invalidation_patches(links, past_by_id)
     batch = WriteBatch(add=[NewRecord(r, v) for r, v in zip(records, vectors)], patch=patches, add_links=links)
-    yield Call(ctx.store, "write", (batch,))
-    return records, folded
+    return records, folded, batch, extractor.uses_llm
 
 
 def post_link_op(

@@ -73,7 +73,7 @@ def add_messages_op(ctx: MemoryContext, scope: ThreadScope, messages: Any, call_
     if not messages:
         return []
     parsed = [parse_message(i, m) for i, m in enumerate(messages)]
-    yield from thread_record_op(ctx, scope.thread_id)  # a deleted thread takes no more messages
+    thread = yield from thread_record_op(ctx, scope.thread_id)  # a deleted thread takes no more messages
     ids = [m.id or new_id() for m in parsed]
     if len(set(ids)) != len(ids):
         raise InvalidArgument("messages", "message ids must be unique within a call")
@@ -100,7 +100,7 @@ def add_messages_op(ctx: MemoryContext, scope: ThreadScope, messages: Any, call_
     added: list[Record] = yield Call(
         ctx.store, "write", (WriteBatch(add=[NewRecord(r, v) for r, v in zip(records, vectors)]),)
     )
-    yield from after_messages_op(ctx, scope, added, call)
+    yield from after_messages_op(ctx, scope, added, call, thread)
     return ids
 
 

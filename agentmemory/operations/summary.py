@@ -4,6 +4,7 @@ summary (not stored), else an extractive one."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from ..effects import Call, Op
@@ -106,9 +107,17 @@ def summary_op(
     return summary
 
 
-def summary_for_range_op(ctx: MemoryContext, scope: ThreadScope, except_last: int, fallback_count: int) -> Op[Summary]:
-    """The summary of every message but the last ``except_last`` (see ``summary_op``)."""
-    recent = yield from window_op(ctx, scope, except_last + max(fallback_count, 1))
+def summary_for_range_op(
+    ctx: MemoryContext, scope: ThreadScope, except_last: int, fallback_count: int, window: Sequence[Record] | None = None
+) -> Op[Summary]:
+    """The summary of every message but the last ``except_last`` (see ``summary_op``);
+    ``window`` is the thread's newest messages when the caller already read at least
+    ``except_last + max(fallback_count, 1)`` of them (or all there are)."""
+    wanted = except_last + max(fallback_count, 1)
+    if window is None:
+        recent = yield from window_op(ctx, scope, wanted)
+    else:
+        recent = list(window[-wanted:])
     derived = recent[: len(recent) - except_last] if except_last else recent
     if not derived:
         return Summary(content="")
