@@ -30,6 +30,8 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _US = timedelta(microseconds=1)
 _CHUNK = 512
 """Rows gathered per step of an exact search: the buffer stays in cache, no page faults."""
+_SMALL = 64
+"""Candidate sets up to this size are ranked in plain Python (``Columns.top_k``)."""
 
 
 def to_us(value: datetime) -> int:
@@ -346,6 +348,17 @@ class Columns:
         if len(slots) == 0:
             return []
         dist = self.distances(query, slots)
+        if len(dist) <= _SMALL:  # an ANN fetch: the same selection in Python, no numpy call per step
+            near = dist.tolist()
+            at = slots.tolist()
+            if len(near) > k:
+                # numpy compares the float32 distances with the bound cast to float32: so here
+                bound = float(np.float32(sorted(near)[k - 1] + 2e-6))
+                kept = [(round(d, 6), self.rids[slot], slot, d) for d, slot in zip(near, at) if d <= bound]
+            else:
+                kept = [(round(d, 6), self.rids[slot], slot, d) for d, slot in zip(near, at)]
+            kept.sort()
+            return [(slot, d) for _, _, slot, d in kept[:k]]
         if len(dist) > k:
             part = np.argpartition(dist, k - 1)[:k]
             bound = float(dist[part].max()) + 2e-6  # anything that could round to a tie
