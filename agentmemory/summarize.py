@@ -13,6 +13,7 @@ Pure Python + numpy, deterministic: ties break by position.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -55,13 +56,14 @@ def _terms(text: str) -> list[str]:
     return Analyzer.for_language(DEFAULT_LANGUAGE).terms(words)
 
 
-def _split(messages: Sequence[Record]) -> list[_Sentence]:
+def _split(messages: Sequence[tuple[str, str]]) -> list[_Sentence]:
+    """The sentences of ``(role, text)`` messages."""
     out: list[_Sentence] = []
-    for index, msg in enumerate(messages):
-        for match in _SENTENCE.finditer(msg.content):
+    for index, (role, content) in enumerate(messages):
+        for match in _SENTENCE.finditer(content):
             text = " ".join(match.group(0).split())
             if text:
-                out.append(_Sentence(index, len(out), msg.role or "message", text, _terms(text)))
+                out.append(_Sentence(index, len(out), role, text, _terms(text)))
     return out
 
 
@@ -134,10 +136,21 @@ def _clip_to_budget(text: str, budget: int) -> str:
 def extractive_summary(messages: Sequence[Record], token_budget: int, counter: TokenCounter | None = None) -> str:
     """Salient, non-redundant sentences of ``messages`` in chronological order, as ``role: text``
     lines (one per message), within ``token_budget`` tokens of ``counter`` (default: the
-    estimate). Empty input or budget → ``""``."""
-    counter = counter or EstimateCounter()
+    estimate). Empty input or budget → ``""``. The result depends only on the messages' roles
+    and texts, so it is remembered (``_remembered_summary``): a card built again before the
+    thread changes does not summarise again."""
+    if counter is None or type(counter) is EstimateCounter:
+        counter = _ESTIMATE  # stateless: one instance serves as the memo key
     if token_budget <= 0:
         return ""
+    return _remembered_summary(tuple((m.role or "message", m.content) for m in messages), token_budget, counter)
+
+
+_ESTIMATE = EstimateCounter()
+
+
+@functools.lru_cache(maxsize=256)
+def _remembered_summary(messages: tuple[tuple[str, str], ...], token_budget: int, counter: TokenCounter) -> str:
     sentences = _split(messages)
     if not sentences:
         return ""

@@ -80,3 +80,18 @@ def test_chronological_order_and_role_lines() -> None:
 
 def test_deterministic() -> None:
     assert extractive_summary(CHAT, 50) == extractive_summary(list(CHAT), 50)
+
+
+def test_the_same_messages_are_summarised_once() -> None:
+    """A card built again on an unchanged thread reuses the summary: the result depends only on
+    roles, texts, budget and counter, and is remembered."""
+    from agentmemory.summarize import _remembered_summary
+
+    before = _remembered_summary.cache_info()
+    first = extractive_summary(CHAT, 4321)
+    again = extractive_summary(list(CHAT), 4321)
+    after = _remembered_summary.cache_info()
+    assert first == again
+    assert (after.hits, after.misses) == (before.hits + 1, before.misses + 1)
+    extractive_summary(CHAT, 4322)  # another budget is another summary
+    assert _remembered_summary.cache_info().misses == after.misses + 1
