@@ -170,20 +170,24 @@ class Columns:
         return out
 
     @classmethod
-    def from_snapshot(cls, dimension: int, arrays: dict[str, np.ndarray], vectors: np.ndarray) -> Columns:
-        """Columns rebuilt from ``snapshot_arrays`` output and the matching vectors."""
+    def from_snapshot(
+        cls, dimension: int, arrays: dict[str, np.ndarray], vectors: np.ndarray | None
+    ) -> Columns:
+        """Columns rebuilt from ``snapshot_arrays`` output and the matching vectors (None: the
+        caller fills ``vectors[:n]``)."""
         n = len(arrays["labels"])
         cols = cls(dimension, capacity=int(n * 1.25) + 16)
         rids = _unpack(arrays["rids"], n)
         meta = _unpack(arrays["meta"], n)
-        if len(rids) != n or len(meta) != n or vectors.shape[0] != n:
+        if len(rids) != n or len(meta) != n or (vectors is not None and vectors.shape[0] != n):
             raise ValueError("snapshot columns disagree in length")
         for name in cls._ARRAYS:
             column = arrays[name]
             if len(column) != n:
                 raise ValueError(f"snapshot column {name} has {len(column)} rows, not {n}")
             getattr(cols, name)[:n] = column
-        cols.vectors[:n] = vectors
+        if vectors is not None:
+            cols.vectors[:n] = vectors
         cols.rids = rids
         cols.meta = [m or None for m in meta]
         cols.codes = {text: i + 1 for i, text in enumerate(_unpack(arrays["codes"], int(arrays["codes_count"][0])))}

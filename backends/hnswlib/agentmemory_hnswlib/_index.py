@@ -2,8 +2,8 @@
 
 Labels are SQLite ``vectors.label`` values (AUTOINCREMENT, never reused), so a label names one
 vector forever. A snapshot is a *generation* of four files written after the fact and published
-by atomically replacing a small manifest: the index, its live labels, the in-memory columns and
-the unit vectors, plus the store transaction number they reflect. A crash mid-save leaves the
+by atomically replacing a small manifest: the index, its live labels and the in-memory columns
+(their unit vectors are read back from SQLite), plus the store transaction number they reflect. A crash mid-save leaves the
 previous generation in force. Opening loads the newest generation and catches up with the records
 committed after it (see ``HnswlibStore._load_state``).
 """
@@ -27,7 +27,11 @@ log = logging.getLogger(__name__)
 
 MANIFEST = "hnsw.manifest.json"
 FORMAT = 2
-_PARTS = {"index": "bin", "labels": "labels.npy", "columns": "cols.npz", "vectors": "vectors.npy"}
+_PARTS = {"index": "bin", "labels": "labels.npy", "columns": "cols.npz"}
+"""The files of a generation. Generations written before 0.x also had ``vectors`` (the unit
+vectors in slot order, ``vectors.npy``); they still load, from that file. Newer ones read the
+vectors from SQLite's ``vectors`` table by label (labels are never reused, so a label's row
+holds exactly the vector the snapshot had)."""
 
 
 @dataclass
@@ -175,21 +179,26 @@ class Snapshots:
         return data
 
     def path(self, manifest: dict[str, Any], part: str) -> Path:
-        """The file of ``part`` (index, labels, columns, vectors) in ``manifest``'s generation."""
+        """The file of ``part`` (index, labels, columns; vectors in older generations) in
+        ``manifest``'s generation."""
         return self.directory / str(manifest["files"][part])
 
     def load_labels(self, manifest: dict[str, Any]) -> np.ndarray:
         """The live labels of the snapshot's index."""
         return np.load(self.path(manifest, "labels"), allow_pickle=False).astype(np.int64, copy=False)
 
-    def load_columns(self, manifest: dict[str, Any], dimension: int) -> Columns:
-        """The in-memory columns and vectors as they were at the snapshot."""
+    def load_columns(self, manifest: dict[str, Any], dimension: int) -> tuple[Columns, bool]:
+        """The in-memory columns as they were at the snapshot, and whether their vectors came
+        with them (an older generation's ``vectors.npy``); if not, the caller fills
+        ``vectors[:n]`` (from SQLite, by label)."""
         with np.load(self.path(manifest, "columns"), allow_pickle=False) as data:
             arrays = {name: data[name] for name in data.files}
+        if "vectors" not in manifest["files"]:
+            return Columns.from_snapshot(dimension, arrays, None), False
         vectors = np.load(self.path(manifest, "vectors"), mmap_mode="r", allow_pickle=False)
         if vectors.dtype != np.float32 or vectors.ndim != 2 or vectors.shape[1] != dimension:
             raise ValueError(f"snapshot vectors have shape {vectors.shape} and type {vectors.dtype}")
-        return Columns.from_snapshot(dimension, arrays, vectors)
+        return Columns.from_snapshot(dimension, arrays, vectors), True
 
     def save(self, store_uid: str, txn: int, index: VectorIndex, columns: Columns) -> None:
         """Write generation g+1 (fsynced) and publish it by replacing the manifest atomically."""
@@ -205,10 +214,6 @@ class Snapshots:
             os.fsync(fh.fileno())
         with open(paths["columns"], "wb") as fh:
             np.savez(fh, allow_pickle=False, **columns.snapshot_arrays())
-            fh.flush()
-            os.fsync(fh.fileno())
-        with open(paths["vectors"], "wb") as fh:
-            np.save(fh, columns.vectors[:n], allow_pickle=False)
             fh.flush()
             os.fsync(fh.fileno())
         manifest = {

@@ -477,12 +477,15 @@ class HnswlibStore(MemoryStore):
     ) -> tuple[Columns, VectorIndex, ReconcileReport]:
         con = self._con
         assert con is not None
-        cols = snaps.load_columns(manifest, dimension)
+        cols, has_vectors = snaps.load_columns(manifest, dimension)
         index = self._new_index(dimension)
         index.load(snaps.path(manifest, "index"), cols.n)
         # Catch up: labels gone from the records are dropped; rows changed after the snapshot's
         # transaction are refreshed or added. Labels are never reused, so this is exact.
-        db_labels = np.fromiter((row[0] for row in con.execute("SELECT label FROM vectors")), np.int64)
+        if has_vectors:
+            db_labels = np.fromiter((row[0] for row in con.execute("SELECT label FROM vectors")), np.int64)
+        else:  # the snapshot's vectors from their rows, read in the same pass as the labels
+            db_labels = self._fill_vectors(con, cols)
         in_db = np.zeros(max(int(db_labels.max(initial=0)), int(cols.labels[: cols.n].max(initial=0))) + 1, bool)
         in_db[db_labels] = True
         gone = cols.labels[: cols.n][~in_db[cols.labels[: cols.n]]].copy()
@@ -504,6 +507,29 @@ class HnswlibStore(MemoryStore):
             raise ValueError("snapshot and records disagree after catching up")
         index.unsaved = len(gone) + len(fresh)
         return cols, index, ReconcileReport(int(manifest["generation"]), False, len(fresh), len(gone), "snapshot")
+
+    @staticmethod
+    def _fill_vectors(con: sqlite3.Connection, cols: Columns) -> np.ndarray:
+        """Fill ``cols.vectors`` of every snapshot slot from SQLite's ``vectors`` rows (by
+        label) and return every label there. A slot whose label is gone keeps zeros; the
+        catch-up drops it before anything reads it."""
+        n = cols.n
+        cols.vectors[:n] = 0.0
+        label_slot = cols.label_slot
+        known = label_slot.shape[0]
+        labels: list[np.ndarray] = []
+        cur = con.execute("SELECT label, embedding FROM vectors")
+        while rows := cur.fetchmany(4096):
+            chunk = np.fromiter((row[0] for row in rows), np.int64, len(rows))
+            labels.append(chunk)
+            slots = np.full(len(rows), -1, np.int64)
+            inside = chunk < known
+            slots[inside] = label_slot[chunk[inside]]
+            have = slots >= 0
+            if have.any():
+                blobs = b"".join(row[1] for row, ok in zip(rows, have.tolist()) if ok)
+                cols.vectors[slots[have]] = np.frombuffer(blobs, np.float32).reshape(-1, cols.dim)
+        return np.concatenate(labels) if labels else np.zeros(0, np.int64)
 
     def _open_from_records(
         self, snaps: Snapshots, manifest: dict[str, Any] | None, dimension: int
