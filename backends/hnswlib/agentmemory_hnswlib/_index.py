@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 MANIFEST = "hnsw.manifest.json"
 FORMAT = 2
 _PARTS = {"index": "bin", "labels": "labels.npy", "columns": "cols.npz"}
-"""The files of a generation. Generations written before 0.x also had ``vectors`` (the unit
+"""The files of a generation. Generations written by earlier versions also had ``vectors`` (the unit
 vectors in slot order, ``vectors.npy``); they still load, from that file. Newer ones read the
 vectors from SQLite's ``vectors`` table by label (labels are never reused, so a label's row
 holds exactly the vector the snapshot had)."""

@@ -1034,11 +1034,16 @@ class HnswlibStore(MemoryStore):
             self._masks_of = key
         scope = dataclasses.replace(flt, metadata_filter=None)
         if scope not in self._masks:
-            mask = cols.mask(scope)
+            if scope.alive_at is None:
+                mask = cols.mask(scope)
+            else:  # callers pass alive_at=now, new each time: reuse the rest of the scope's mask
+                rest = self._mask(cols, dataclasses.replace(scope, alive_at=None))
+                alive = cols.expires[: cols.n] > to_us(scope.alive_at)
+                mask = alive if rest is None else np.logical_and(rest, alive, out=alive)
             if mask is not None:
                 mask.flags.writeable = False
-            if len(self._masks) >= 16:
-                self._masks.clear()
+            if len(self._masks) >= 16:  # drop the oldest entry (dicts keep insertion order)
+                del self._masks[next(iter(self._masks))]
             self._masks[scope] = mask
         return self._masks[scope]
 

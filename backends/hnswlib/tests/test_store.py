@@ -242,3 +242,46 @@ def test_decoded_records_equal_model_construct() -> None:
         assert got.model_copy(update={"seq": 1}).seq == 1
         with pytest.raises(pydantic.ValidationError):  # still frozen
             got.content = "changed"  # type: ignore[misc]
+
+
+def test_memoised_masks_equal_columns_mask(tmp_path: Path) -> None:
+    """``_mask`` builds an ``alive_at`` scope from the memoised mask of the rest of the scope:
+    the same slots as ``Columns.mask`` of the whole filter, before and after writes."""
+    from datetime import timedelta
+
+    from hnswlib_testutil import T0
+
+    from agentmemory.records import RecordStatus, RecordType
+    from agentmemory.spi import ANY, RecordPatch
+
+    store = HnswlibStore(tmp_path / "db")
+    store.open(dimension=4)
+    try:
+        rng = np.random.default_rng(2)
+        store.write(WriteBatch(add=[
+            NewRecord(make_record(f"r{i}", user=f"u{i % 3}", thread=None if i % 4 else "t",
+                                  expires=None if i % 5 else T0 + timedelta(days=i)),
+                      rng.normal(size=4).astype(np.float32))
+            for i in range(60)
+        ]))
+        filters = []
+        for user in (ANY, "u1", "nobody", None):
+            for thread in (ANY, "t", None):
+                for alive in (None, T0, T0 + timedelta(days=20), T0 + timedelta(days=90)):
+                    filters.append(RecordFilter(user_id=user, thread_id=thread, alive_at=alive))
+                    filters.append(RecordFilter(user_id=user, thread_id=thread, alive_at=alive,
+                                                record_types=frozenset({RecordType.MEMORY}),
+                                                statuses=frozenset({RecordStatus.VALID})))
+        for _ in range(2):
+            cols = store._cols
+            assert cols is not None
+            for flt in filters + filters[::-1]:
+                got, want = store._mask(cols, flt), cols.mask(flt)
+                if want is None:
+                    assert got is None
+                else:
+                    assert got is not None and np.array_equal(got, want), flt
+            store.write(WriteBatch(patch=[RecordPatch("r5", expires_at=T0 + timedelta(days=1)),
+                                          RecordPatch("r6", status=RecordStatus.INVALID)]))
+    finally:
+        store.close()
