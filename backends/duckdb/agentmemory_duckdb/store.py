@@ -25,7 +25,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -803,16 +803,16 @@ class DuckDBStore(MemoryStore):
             full_rows: list[Any] | None = None
             scope: _Scope | None = None
             unfiltered = is_unfiltered(filter)
-            matching = -1 if unfiltered else self._matching(con, where)
+            matching, small = (-1, None) if unfiltered else self._small_scope(con, filter, where)
             if matching == 0:
                 self.last_plan = SearchPlan("exact", 0)
                 return []
-            if 0 < matching <= self._exact_max_rows:
+            if small is not None:
                 # a small scope (one user's or one thread's rows): its vectors are read once per
                 # write clock and every query on it is an in-process exact scan (``_scope``)
                 self.last_plan = SearchPlan("exact", matching)
-                scope = self._scope(con, where)
-                pairs = scope.nearest(unit(vector), k)
+                scope, alive_us = small
+                pairs = scope.nearest(unit(vector), k, alive_us)
             elif vidx is None or vidx.rows == 0:
                 self.last_plan = SearchPlan("exact", matching)
                 pairs = self._exact(con, q, dim, where, params, k)
@@ -834,6 +834,38 @@ class DuckDBStore(MemoryStore):
             rows = _merge_with_rows(con, pairs, full_rows or [], k, ascending=True, cache=self._row_cache(), scope=scope)
         return [Hit(record=decode_record(row), distance=float(row[-1])) for row in rows]
 
+    def _small_scope(
+        self, con: duckdb.DuckDBPyConnection, flt: RecordFilter, where: str
+    ) -> tuple[int, tuple[_Scope, int | None] | None]:
+        """(rows ``where`` selects, for the planner; the scope to scan in process with the
+        expiry time to apply to it, when those rows are few). A scope is read and kept without
+        the filter's ``alive_at`` test, which names the current time and would make every
+        call's scope a new one: expiry is applied in process (``_Scope.nearest``), so the next
+        card (or search) before a write reuses it."""
+        if flt.alive_at is not None:
+            timeless, _ = compile_filter(replace(flt, alive_at=None), udf=self._udf)
+            matching = self._matching(con, timeless)
+            if 0 < matching <= self._exact_max_rows:
+                return matching, (self._scope(con, timeless), to_micros(flt.alive_at))
+            if matching == 0:
+                return 0, None
+        matching = self._matching(con, where)  # expired rows may be what made the scope large
+        if 0 < matching <= self._exact_max_rows:
+            return matching, (self._scope(con, where), None)
+        return matching, None
+
+    def _kept_scope(self, flt: RecordFilter, where: str) -> tuple[_Scope, np.ndarray | None] | None:
+        """A scope already read for ``flt`` (``_small_scope``), with the mask of its rows alive
+        at the filter's ``alive_at`` (None: every row)."""
+        self._sync_memo()
+        if flt.alive_at is not None:
+            timeless, _ = compile_filter(replace(flt, alive_at=None), udf=self._udf)
+            scope = self._scopes.get(timeless)
+            if scope is not None:
+                return scope, scope.alive(to_micros(flt.alive_at))
+        scope = self._scopes.get(where)
+        return None if scope is None else (scope, None)
+
     def _matching(self, con: duckdb.DuckDBPyConnection, where: str) -> int:
         """Rows with a vector that ``where`` selects (the planner's input), memoised per write
         clock: the card asks several queries in one scope."""
@@ -850,10 +882,15 @@ class DuckDBStore(MemoryStore):
         self._sync_memo()
         scope = self._scopes.get(where)
         if scope is None:
-            table = con.execute(f"SELECT {_COLS}, r.ver, r.vec FROM am_records r WHERE r.has_vec AND {where}").fetch_arrow_table()
+            table = con.execute(
+                f"SELECT {_COLS}, r.ver, r.vec, coalesce(r.expires_us, {_NO_EXPIRY}) AS expires_us FROM am_records r WHERE r.has_vec AND {where}"
+            ).fetch_arrow_table()
             n = table.num_rows
             matrix = _vec_matrix(table, self.dimension, copy=False)
-            scope = _Scope(table.column("rid").to_pylist(), table.column("ver").to_numpy(), matrix, table.select(range(_N_COLS)))
+            scope = _Scope(
+                table.column("rid").to_pylist(), table.column("ver").to_numpy(), matrix, table.select(range(_N_COLS)),
+                table.column("expires_us").to_numpy(),
+            )
             budget = max(_SCOPE_CACHE_ROWS, self._exact_max_rows)
             while self._scopes and sum(len(s.rids) for s in self._scopes.values()) + n > budget:
                 del self._scopes[next(iter(self._scopes))]
@@ -998,7 +1035,7 @@ class DuckDBStore(MemoryStore):
                 indexed = kw.search(terms, filter, k, stale)
             # the delta's ids only: its rows are scored from cached term counts, and only the k
             # winners are read in full (by ``_merge_with_rows``)
-            delta_ids = [] if clean else self._delta_ids(con, where, watermark)
+            delta_ids = [] if clean else self._delta_ids(con, filter, where, watermark)
             scored: list[tuple[str, float]] = []
             if delta_ids:
                 n_idx, avgdl_idx, df_idx = 0, 0.0, {}
@@ -1027,19 +1064,22 @@ class DuckDBStore(MemoryStore):
                     score = bm25(counts, terms, df, n_docs, avg_len or 1.0)
                     if score > 0:
                         scored.append((rid, score))
+            kept = self._kept_scope(filter, where)
             rows = _merge_with_rows(
-                con, indexed + scored, [], k, ascending=False, cache=self._row_cache(), scope=self._scopes.get(where)
+                con, indexed + scored, [], k, ascending=False, cache=self._row_cache(), scope=None if kept is None else kept[0]
             )
             self._maybe_start_builder()
         return [Hit(record=decode_record(row), score=float(row[-1])) for row in rows]
 
-    def _delta_ids(self, con: duckdb.DuckDBPyConnection, where: str, watermark: int) -> list[str]:
-        """Ids of the rows written since the BM25 snapshot that ``where`` selects, memoised per
-        write clock; taken from the scope's vectors when a vector search already read them."""
-        self._sync_memo()
-        scope = self._scopes.get(where)
-        if scope is not None:
-            return [scope.rids[i] for i in np.flatnonzero(scope.vers > watermark)]
+    def _delta_ids(self, con: duckdb.DuckDBPyConnection, flt: RecordFilter, where: str, watermark: int) -> list[str]:
+        """Ids of the rows written since the BM25 snapshot that ``where`` (``flt``) selects,
+        memoised per write clock; taken from the scope's vectors when a vector search already
+        read them."""
+        kept = self._kept_scope(flt, where)
+        if kept is not None:
+            scope, alive = kept
+            fresh = scope.vers > watermark
+            return [scope.rids[i] for i in np.flatnonzero(fresh if alive is None else fresh & alive)]
         return self._memoised(("delta-ids", where, watermark), lambda: [rid for (rid,) in con.execute(
             f"SELECT r.rid FROM am_records r WHERE r.ver > {int(watermark)} AND r.has_vec AND {where}"
         ).fetchall()])
@@ -1404,16 +1444,25 @@ _ROW_CACHE_ROWS = 4_096
 """Record rows kept between writes for searches (``_merge_with_rows``)."""
 
 
+_NO_EXPIRY = int(np.iinfo(np.int64).max)
+"""A scope row's ``expires_us`` when it never expires."""
+
 class _Scope:
     """The rows of one small scope: ids, write clock values, unit vectors and record columns."""
 
-    def __init__(self, rids: list[str], vers: np.ndarray, matrix: np.ndarray, records: pa.Table) -> None:
+    def __init__(self, rids: list[str], vers: np.ndarray, matrix: np.ndarray, records: pa.Table, expires_us: np.ndarray) -> None:
         self.rids = rids
         self.vers = vers
         self.matrix = matrix
         self.records = records
         """The record columns (``_COLS``), row for row."""
+        self.expires_us = expires_us
+        """Expiry in microseconds (``_NO_EXPIRY`` for none), row for row."""
         self._pos: dict[str, int] | None = None
+
+    def alive(self, at_us: int) -> np.ndarray:
+        """Which rows are alive at ``at_us`` (the reference's ``expires_at > alive_at``)."""
+        return self.expires_us > at_us
 
     def row(self, rid: str) -> tuple[Any, ...] | None:
         """The record row of ``rid`` as ``fetchall`` returns it, or None when not in the scope."""
@@ -1424,14 +1473,22 @@ class _Scope:
             return None
         return tuple(column[at].as_py() for column in self.records.columns)
 
-    def nearest(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
-        """Exact top ``k`` ``(rid, distance)`` by ``(round(distance, 6), rid)``: cosine distance
-        of unit float32 vectors computed as the reference store does (``1 - matrix @ query``)."""
+    def nearest(self, query: np.ndarray, k: int, alive_at_us: int | None = None) -> list[tuple[str, float]]:
+        """Exact top ``k`` ``(rid, distance)`` by ``(round(distance, 6), rid)`` among the rows
+        alive at ``alive_at_us`` (None: all): cosine distance of unit float32 vectors computed
+        as the reference store does (``1 - matrix @ query``)."""
         if not self.rids:
             return []
         dist = np.float32(1.0) - self.matrix @ query
         keep = np.arange(len(dist))
-        if len(dist) > k:
+        if alive_at_us is not None:
+            alive = self.alive(alive_at_us)
+            if not alive.all():
+                dist = np.where(alive, dist, np.float32(np.inf))
+                keep = np.flatnonzero(alive)
+                if not len(keep):
+                    return []
+        if len(keep) > k:
             part = np.argpartition(dist, k - 1)[:k]
             keep = np.flatnonzero(dist <= float(dist[part].max()) + 2e-6)  # and whatever rounds to a tie
         rids = self.rids

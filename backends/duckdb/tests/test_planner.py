@@ -277,3 +277,63 @@ def test_exact_scan_orders_ties_by_id_beyond_the_spare_rows(tmp_path: Path, h: A
         results.append([hit.record.record_id for hit in store.vector_search(base, RecordFilter(user_id="u"), K)])
         store.close()
     assert results[0] == results[1] == sorted(ids)[:K]
+
+
+def test_a_kept_scope_applies_expiry_at_each_query_time(tmp_path: Path, h: Any) -> None:
+    """A small scope is read once and kept until the next write, whatever time each query names
+    (a card's ``alive_at`` is "now"), so expiry is applied per query: a record that expires
+    between two queries, with no write in between, is gone from the second one's vector and
+    keyword results, and back when asked at the earlier time."""
+    from datetime import timedelta
+
+    from agentmemory.records import RecordType
+
+    t0 = h.T0
+    store = h.open_store(tmp_path / "m.duckdb", auto_index=False)
+    rows = [
+        h.new("keep", [1, 0, 0, 0], "lisbon trip plans", user_id="u", record_type=RecordType.MESSAGE),
+        h.new("soon", [1, 0.1, 0, 0], "lisbon hotel booking", user_id="u", record_type=RecordType.MESSAGE,
+              expires_at=t0 + timedelta(hours=1)),
+        h.new("other", [1, 0, 0, 0], "lisbon", user_id="v", record_type=RecordType.MESSAGE),
+    ]
+    try:
+        store.write(WriteBatch(add=rows))
+        store.build_indexes()
+        store.write(WriteBatch(add=[  # after the snapshot: the exact delta
+            h.new("late", [0, 1, 0, 0], "lisbon again", user_id="u", record_type=RecordType.MESSAGE),
+            h.new("brief", [0, 1, 0.1, 0], "lisbon brief", user_id="u", record_type=RecordType.MESSAGE,
+                  expires_at=t0 + timedelta(hours=1)),
+        ]))
+        statements: list[str] = []
+        con = store._conn()
+        store._conn = lambda: _Logged(con, statements)  # type: ignore[method-assign]
+
+        def ids(at: Any) -> tuple[list[str], list[str]]:
+            flt = RecordFilter(user_id="u", alive_at=at)
+            vec = [x.record.record_id for x in store.vector_search(np.array([1, 0, 0, 0], np.float32), flt, 10)]
+            kw = [x.record.record_id for x in store.keyword_search("lisbon", flt, 10)]
+            return vec, kw
+
+        before = ids(t0)
+        read = len(statements)
+        after = ids(t0 + timedelta(hours=2))
+        assert set(before[0]) == set(before[1]) == {"keep", "soon", "late", "brief"}
+        assert set(after[0]) == set(after[1]) == {"keep", "late"}
+        assert ids(t0) == before
+        assert not any("am_records r WHERE r.has_vec" in q for q in statements[read:])  # the scope was kept
+    finally:
+        store.close()
+
+
+class _Logged:
+    """A DuckDB connection that records the statements it runs."""
+
+    def __init__(self, con: Any, log: list[str]) -> None:
+        self._con, self._log = con, log
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        self._log.append(sql)
+        return self._con.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._con, name)
