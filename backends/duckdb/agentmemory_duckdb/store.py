@@ -274,6 +274,8 @@ class DuckDBStore(MemoryStore):
         self._fts_stats: tuple[str, Any, Any] | None = None
         """(BM25 snapshot table, its document count, its average length), read once per snapshot."""
         self._scopes: dict[str, _Scope] = {}
+        self._scope_sizes: dict[str, int] = {}
+        """Rows each scope held when last read (any write clock): small ones are read uncounted."""
         """Small scopes' vectors (``_scope``), for the write clock ``_memo_clock``, oldest first."""
         self._rows: dict[str, tuple[Any, ...]] = {}
         """Record rows read by searches (``_merge_with_rows``), for the write clock ``_memo_clock``."""
@@ -528,7 +530,7 @@ class DuckDBStore(MemoryStore):
         self._delta_df = DeltaDocFreq()
         self._memo, self._memo_clock = {}, -1
         self._fts_stats = None
-        self._scopes, self._rows = {}, {}
+        self._scopes, self._rows, self._scope_sizes = {}, {}, {}
         if not self._read_only:
             # snapshot tables a crash left behind (built, never made current)
             current = {s.table for s in (self._vidx, self._fts) if s is not None}
@@ -844,15 +846,13 @@ class DuckDBStore(MemoryStore):
         card (or search) before a write reuses it."""
         if flt.alive_at is not None:
             timeless, _ = compile_filter(replace(flt, alive_at=None), udf=self._udf)
-            matching = self._matching(con, timeless)
-            if 0 < matching <= self._exact_max_rows:
-                return matching, (self._scope(con, timeless), to_micros(flt.alive_at))
-            if matching == 0:
-                return 0, None
-        matching = self._matching(con, where)  # expired rows may be what made the scope large
-        if 0 < matching <= self._exact_max_rows:
-            return matching, (self._scope(con, where), None)
-        return matching, None
+            scope = self._scope(con, timeless)
+            if scope is not None:
+                return len(scope.rids), (scope, to_micros(flt.alive_at))
+        scope = self._scope(con, where)  # expired rows may be what made the scope large
+        if scope is not None:
+            return len(scope.rids), (scope, None)
+        return self._matching(con, where), None
 
     def _kept_scope(self, flt: RecordFilter, where: str) -> tuple[_Scope, np.ndarray | None] | None:
         """A scope already read for ``flt`` (``_small_scope``), with the mask of its rows alive
@@ -873,28 +873,42 @@ class DuckDBStore(MemoryStore):
             f"SELECT count(*) FROM am_records r WHERE r.has_vec AND {where}"
         ).fetchone()[0]))  # type: ignore[index]
 
-    def _scope(self, con: duckdb.DuckDBPyConnection, where: str) -> _Scope:
-        """The records and unit vectors of the (at most ``exact_max_rows``) rows ``where`` selects,
-        read from ``am_records`` (every live row, so no snapshot or stale list is involved) in
-        one Arrow fetch and kept for the write clock: the context card runs three queries, each
-        as vector and keyword search, in each of its scopes, and one statement serves them all.
-        At most ``_SCOPE_CACHE_ROWS`` rows are kept (oldest scopes dropped first)."""
+    def _scope(self, con: duckdb.DuckDBPyConnection, where: str) -> _Scope | None:
+        """The records and unit vectors of the rows ``where`` selects when there are at most
+        ``exact_max_rows`` of them (else None), read from ``am_records`` (every live row, so no
+        snapshot or stale list is involved) in one Arrow fetch and kept for the write clock: the
+        context card runs three queries, each as vector and keyword search, in each of its
+        scopes, and one statement serves them all. A scope that was small at an earlier write
+        clock is read straight away (capped one row past the limit) instead of being counted
+        first. At most ``_SCOPE_CACHE_ROWS`` rows are kept (oldest scopes dropped first)."""
         self._sync_memo()
         scope = self._scopes.get(where)
-        if scope is None:
-            table = con.execute(
-                f"SELECT {_COLS}, r.ver, r.vec, coalesce(r.expires_us, {_NO_EXPIRY}) AS expires_us FROM am_records r WHERE r.has_vec AND {where}"
-            ).fetch_arrow_table()
-            n = table.num_rows
-            matrix = _vec_matrix(table, self.dimension, copy=False)
-            scope = _Scope(
-                table.column("rid").to_pylist(), table.column("ver").to_numpy(), matrix, table.select(range(_N_COLS)),
-                table.column("expires_us").to_numpy(),
-            )
-            budget = max(_SCOPE_CACHE_ROWS, self._exact_max_rows)
-            while self._scopes and sum(len(s.rids) for s in self._scopes.values()) + n > budget:
-                del self._scopes[next(iter(self._scopes))]
-            self._scopes[where] = scope
+        if scope is not None:
+            return scope
+        limit = self._exact_max_rows
+        if self._scope_sizes.get(where, limit + 1) > limit:  # not known to be small: count first
+            if not 0 < self._matching(con, where) <= limit:
+                return None
+        table = con.execute(
+            f"SELECT {_COLS}, r.ver, r.vec, coalesce(r.expires_us, {_NO_EXPIRY}) AS expires_us "
+            f"FROM am_records r WHERE r.has_vec AND {where} LIMIT {limit + 1}"
+        ).fetch_arrow_table()
+        n = table.num_rows
+        if len(self._scope_sizes) > 4_096:
+            self._scope_sizes.clear()
+        self._scope_sizes[where] = n
+        if n > limit:  # it grew past the limit since it was last read
+            return None
+        self._memo[("matching", where)] = n
+        matrix = _vec_matrix(table, self.dimension, copy=False)
+        scope = _Scope(
+            table.column("rid").to_pylist(), table.column("ver").to_numpy(), matrix, table.select(range(_N_COLS)),
+            table.column("expires_us").to_numpy(),
+        )
+        budget = max(_SCOPE_CACHE_ROWS, limit)
+        while self._scopes and sum(len(s.rids) for s in self._scopes.values()) + n > budget:
+            del self._scopes[next(iter(self._scopes))]
+        self._scopes[where] = scope
         return scope
 
     def _row_cache(self) -> dict[str, tuple[Any, ...]]:

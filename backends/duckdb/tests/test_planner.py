@@ -321,6 +321,13 @@ def test_a_kept_scope_applies_expiry_at_each_query_time(tmp_path: Path, h: Any) 
         assert set(after[0]) == set(after[1]) == {"keep", "late"}
         assert ids(t0) == before
         assert not any("am_records r WHERE r.has_vec" in q for q in statements[read:])  # the scope was kept
+        store.write(WriteBatch(add=[h.new("elsewhere", [0, 0, 1, 0], "porto", user_id="v")]))
+        del statements[:]
+        vec, kw = ids(t0)
+        assert vec == before[0] and set(kw) == set(before[1])  # BM25 statistics moved with the write
+        # after a write the scope, small when last read, is read again at once, without a count
+        assert sum("FROM am_records r WHERE r.has_vec" in q for q in statements) == 1
+        assert not any(q.startswith("SELECT count(*)") for q in statements)
     finally:
         store.close()
 
