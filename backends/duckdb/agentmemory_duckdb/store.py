@@ -1041,6 +1041,7 @@ class DuckDBStore(MemoryStore):
             indexed: list[tuple[str, float]] = []
             kw = None
             clean = self._doc_changes == self._doc_changes_at_build  # nothing changed since the build
+            kept = self._kept_scope(filter, where)
             if fts is not None and fts.rows:
                 stale = frozenset() if clean else self._stale_since(con, watermark)
                 kw = self._kw
@@ -1049,7 +1050,7 @@ class DuckDBStore(MemoryStore):
                 indexed = kw.search(terms, filter, k, stale)
             # the delta's ids only: its rows are scored from cached term counts, and only the k
             # winners are read in full (by ``_merge_with_rows``)
-            delta_ids = [] if clean else self._delta_ids(con, filter, where, watermark)
+            delta_ids = [] if clean else self._delta_ids(con, kept, where, watermark)
             scored: list[tuple[str, float]] = []
             if delta_ids:
                 n_idx, avgdl_idx, df_idx = 0, 0.0, {}
@@ -1078,18 +1079,18 @@ class DuckDBStore(MemoryStore):
                     score = bm25(counts, terms, df, n_docs, avg_len or 1.0)
                     if score > 0:
                         scored.append((rid, score))
-            kept = self._kept_scope(filter, where)
             rows = _merge_with_rows(
                 con, indexed + scored, [], k, ascending=False, cache=self._row_cache(), scope=None if kept is None else kept[0]
             )
             self._maybe_start_builder()
         return [Hit(record=decode_record(row), score=float(row[-1])) for row in rows]
 
-    def _delta_ids(self, con: duckdb.DuckDBPyConnection, flt: RecordFilter, where: str, watermark: int) -> list[str]:
-        """Ids of the rows written since the BM25 snapshot that ``where`` (``flt``) selects,
-        memoised per write clock; taken from the scope's vectors when a vector search already
-        read them."""
-        kept = self._kept_scope(flt, where)
+    def _delta_ids(
+        self, con: duckdb.DuckDBPyConnection, kept: tuple[_Scope, np.ndarray | None] | None, where: str, watermark: int
+    ) -> list[str]:
+        """Ids of the rows written since the BM25 snapshot that ``where`` selects, memoised per
+        write clock; taken from the scope's vectors (``kept``, from ``_kept_scope``) when a
+        vector search already read them."""
         if kept is not None:
             scope, alive = kept
             fresh = scope.vers > watermark
