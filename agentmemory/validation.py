@@ -413,15 +413,21 @@ def _validate_added_vectors(items: list[NewRecord], dimension: int) -> None:
 def validate_vector(name: str, vector: Any, dimension: int) -> np.ndarray:
     """One vector of ``dimension`` finite values, not all zero, as a float32 array."""
     try:
-        with np.errstate(over="ignore", invalid="ignore"):  # out-of-range values become inf: rejected below
+        # out-of-range values become inf, and a sum of squares may overflow: both decided below
+        with np.errstate(over="ignore", invalid="ignore"):
             arr = np.asarray(vector, dtype=np.float32)
+            shaped = arr.ndim == 1 and arr.shape[0] == dimension
+            # a finite positive sum of squares proves every value finite and one not zero (a
+            # search's hot path: one reduction); NaN, infinity, zeros or overflow: the full rule
+            plain = shaped and 0.0 < float(np.dot(arr, arr)) < math.inf
     except (TypeError, ValueError) as exc:
         raise InvalidArgument(name, f"not a numeric vector ({exc})") from None
-    if arr.ndim != 1 or arr.shape[0] != dimension:
+    if not shaped:
         raise InvalidArgument(name, f"expected shape ({dimension},), got {arr.shape}")
-    bad = bad_vector_row(arr[None, :])
-    if bad is not None:
-        raise InvalidArgument(name, bad[1])
+    if not plain:
+        bad = bad_vector_row(arr[None, :])
+        if bad is not None:
+            raise InvalidArgument(name, bad[1])
     return arr
 
 

@@ -22,7 +22,7 @@ from agentmemory.errors import InvalidArgument
 from agentmemory.records import Record, RecordType
 from agentmemory.reference_store import InMemoryStore
 from agentmemory.spi import NewRecord, RecordFilter, WriteBatch
-from agentmemory.validation import metadata_json
+from agentmemory.validation import bad_vector_row, metadata_json, validate_vector
 
 DIM = 8
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
@@ -185,3 +185,28 @@ def test_bulk_add_accepts_and_rejects_exactly_what_write_does(rows: list[tuple[A
         columns_error = True
     assert columns_error == write_error
     assert by_columns.query(RecordFilter()) == by_write.query(RecordFilter())
+
+
+_float32 = st.one_of(
+    st.floats(width=32, allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, 1e-30, -1e-45, 3e38, -3e38, 1e20]),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_float32, min_size=DIM, max_size=DIM))
+def test_a_search_vector_is_judged_by_the_same_rule_as_a_batch_row(values: list[float]) -> None:
+    """``vector_search``'s check (one sum of squares when it is finite and positive) accepts
+    and rejects exactly what a written batch row is accepted and rejected for: huge values
+    whose squares overflow and tiny ones whose squares underflow are still valid."""
+    vector = np.array(values, dtype=np.float32)
+    expected = bad_vector_row(vector[None, :])
+    try:
+        validate_vector("vector", vector, DIM)
+        got = None
+    except InvalidArgument as exc:
+        got = exc
+    if expected is None:
+        assert got is None
+    else:
+        assert got is not None and expected[1] in str(got)
