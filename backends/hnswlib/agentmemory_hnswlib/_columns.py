@@ -1,9 +1,11 @@
 """In-memory columns of every vector-bearing record: what scoped search needs, per query, fast.
 
 Each record that has a vector owns one dense *slot*: its index label, scope codes, status,
-expiry, sequence number, token count, metadata JSON and its unit vector. Deleting swaps the last
-slot into the hole, so the arrays stay dense and a filter is a handful of vectorised numpy
-comparisons. SQLite stays the source of truth; these columns are rebuilt from it on open.
+expiry, sequence number, token count, metadata JSON and its unit vector, plus the text fields a
+returned record needs (content, role, timestamps as stored), so a search builds its hits without
+reading SQLite. Deleting swaps the last slot into the hole, so the arrays stay dense and a filter
+is a handful of vectorised numpy comparisons. SQLite stays the source of truth; these columns are
+rebuilt from it on open.
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ def unit(vector: np.ndarray) -> np.ndarray:
     return arr / np.float32(np.linalg.norm(arr))
 
 
+Fields = tuple[str, str | None, str, str, str | None]
+"""A slot's content, role, timestamp, created_at and expires_at, as SQLite stores them."""
+
+
 @dataclass(frozen=True)
 class VectorRow:
     """One vector-bearing record as the columns hold it (built from a SQLite row)."""
@@ -63,6 +69,19 @@ class VectorRow:
     ntok: int
     metadata: str
     embedding: bytes
+    content: str
+    role: str | None
+    timestamp: str
+    created_at: str
+    expires_at: str | None
+
+
+
+_FIELD_ARRAYS = ("content", "role", "timestamp", "created_at", "expires_at")
+"""Snapshot arrays of ``Fields``, NUL-joined in that order (None is stored as ""; a role or
+timestamp is never empty)."""
+_TYPE_VALUE = [t.value for t in RECORD_TYPES]
+_STATUS_VALUE = {c: s.value for s, c in STATUS_CODE.items()}
 
 
 class Columns:
@@ -86,9 +105,13 @@ class Columns:
         self.vectors = np.empty((cap, dimension), np.float32)
         self.rids: list[str] = []
         self.meta: list[str | None] = []
+        self.fields: list[Fields] = []
+        self._roles: dict[str, str] = {}
         self.slot_of: dict[str, int] = {}
         self.label_slot = np.full(1024, -1, np.int64)
         self.codes: dict[str, int] = {}
+        self.names: list[str | None] = [None]
+        """The text of each scope code (code 0 is None)."""
         self.total_tokens = 0
         self._buf = np.empty((_CHUNK, dimension), np.float32)
 
@@ -99,7 +122,15 @@ class Columns:
         code = self.codes.get(value)
         if code is None:
             code = self.codes[value] = len(self.codes) + 1
+            self.names.append(value)
         return code
+
+    def _shared(self, content: str, role: str | None, stamp: str, created: str, expiry: str | None) -> Fields:
+        """A slot's fields with equal strings shared (memory: ~130 bytes a record): one object
+        per distinct role, and ``created_at`` the ``timestamp`` object when they are equal."""
+        if role is not None:
+            role = self._roles.setdefault(role, role)
+        return (content, role, stamp, stamp if created == stamp else created, expiry)
 
     def _reserve(self, extra: int) -> None:
         need = self.n + extra
@@ -130,7 +161,7 @@ class Columns:
             return
         self._reserve(n)
         (labels, rids, rtypes, users, agents, threads, statuses, expires, seqs, ntoks, metas,
-         blobs) = zip(*rows)
+         blobs, contents, roles, stamps, created, expiry) = zip(*rows)
         type_code = {t.value: c for t, c in TYPE_CODE.items()}
         status_code = {s.value: c for s, c in STATUS_CODE.items()}
         code = self._code
@@ -146,6 +177,7 @@ class Columns:
         self.vectors[:n] = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(n, self.dim)
         self.rids = list(rids)
         self.meta = [None if m == "{}" else m for m in metas]
+        self.fields = [self._shared(*f) for f in zip(contents, roles, stamps, created, expiry)]
         self.slot_of = dict(zip(self.rids, range(n)))
         self._reserve_label(int(self.labels[:n].max()))
         self.label_slot[self.labels[:n]] = np.arange(n)
@@ -165,6 +197,8 @@ class Columns:
         out = {name: getattr(self, name)[:n] for name in self._ARRAYS}
         out["rids"] = _pack(self.rids)
         out["meta"] = _pack([m or "" for m in self.meta])
+        for name, column in zip(_FIELD_ARRAYS, zip(*self.fields) if n else [()] * len(_FIELD_ARRAYS)):
+            out[name] = _pack([v or "" for v in column])
         out["codes"] = _pack(codes)
         out["codes_count"] = np.array([len(codes)], np.int64)
         return out
@@ -181,6 +215,12 @@ class Columns:
         meta = _unpack(arrays["meta"], n)
         if len(rids) != n or len(meta) != n or (vectors is not None and vectors.shape[0] != n):
             raise ValueError("snapshot columns disagree in length")
+        missing = [name for name in _FIELD_ARRAYS if name not in arrays]
+        if missing:  # a snapshot written before the columns held them: the caller reads the records
+            raise ValueError(f"snapshot columns lack {', '.join(missing)}")
+        content, role, stamp, created, expiry = (_unpack(arrays[name], n) for name in _FIELD_ARRAYS)
+        if any(len(column) != n for column in (content, role, stamp, created, expiry)):
+            raise ValueError("snapshot record fields disagree in length")
         for name in cls._ARRAYS:
             column = arrays[name]
             if len(column) != n:
@@ -190,7 +230,11 @@ class Columns:
             cols.vectors[:n] = vectors
         cols.rids = rids
         cols.meta = [m or None for m in meta]
-        cols.codes = {text: i + 1 for i, text in enumerate(_unpack(arrays["codes"], int(arrays["codes_count"][0])))}
+        shared = cols._shared
+        cols.fields = [shared(c, r or None, t, a, e or None) for c, r, t, a, e in zip(content, role, stamp, created, expiry)]
+        names = _unpack(arrays["codes"], int(arrays["codes_count"][0]))
+        cols.codes = {text: i + 1 for i, text in enumerate(names)}
+        cols.names = [None, *names]
         cols.slot_of = dict(zip(rids, range(n)))
         if n:
             cols._reserve_label(int(cols.labels[:n].max()))
@@ -219,6 +263,7 @@ class Columns:
             self.vectors[slot] = np.frombuffer(row.embedding, dtype=np.float32)
             self.rids.append(row.record_id)
             self.meta.append(None if row.metadata == "{}" else row.metadata)
+            self.fields.append(self._shared(row.content, row.role, row.timestamp, row.created_at, row.expires_at))
             self.slot_of[row.record_id] = slot
             self.label_slot[row.label] = slot
             self.total_tokens += row.ntok
@@ -227,7 +272,8 @@ class Columns:
         return np.arange(start, self.n)
 
     def update(self, row: VectorRow) -> None:
-        """Refresh the mutable columns (status, expiry, metadata, tokens) of an existing slot."""
+        """Refresh the mutable columns (status, expiry, metadata, tokens, record fields) of an
+        existing slot."""
         slot = self.slot_of[row.record_id]
         self.version += 1
         self.status[slot] = STATUS_CODE[RecordStatus(row.status)]
@@ -235,6 +281,7 @@ class Columns:
         self.total_tokens += row.ntok - int(self.ntok[slot])
         self.ntok[slot] = row.ntok
         self.meta[slot] = None if row.metadata == "{}" else row.metadata
+        self.fields[slot] = self._shared(row.content, row.role, row.timestamp, row.created_at, row.expires_at)
 
     def remove(self, record_id: str) -> int:
         """Drop the slot of ``record_id`` (swap-with-last); return the label it held."""
@@ -251,10 +298,12 @@ class Columns:
             moved = self.rids[last]
             self.rids[slot] = moved
             self.meta[slot] = self.meta[last]
+            self.fields[slot] = self.fields[last]
             self.slot_of[moved] = slot
             self.label_slot[int(self.labels[slot])] = slot
         self.rids.pop()
         self.meta.pop()
+        self.fields.pop()
         self.n = last
         return label
 
@@ -278,9 +327,25 @@ class Columns:
         self.vectors = vectors
         self.rids = [self.rids[i] for i in order]
         self.meta = [self.meta[i] for i in order]
+        self.fields = [self.fields[i] for i in order]
         self.slot_of = dict(zip(self.rids, range(n)))
         self.label_slot[self.labels[:n]] = np.arange(n)
         return True
+
+    def rows(self, slots: list[int]) -> list[tuple[Any, ...]]:
+        """``slots`` as rows of ``_sql.RECORD_COLUMNS``: each record as SQLite holds it (one
+        gather per column, no numpy scalar per value)."""
+        at = np.asarray(slots, np.int64)
+        names, fields, rids, meta = self.names, self.fields, self.rids, self.meta
+        return [
+            (rids[slot], _TYPE_VALUE[rtype], f[0], names[user], names[agent], names[thread], f[1], seq,
+             f[2], f[3], f[4], _STATUS_VALUE[status], meta[slot] or "{}")
+            for slot, rtype, user, agent, thread, seq, status in zip(
+                slots, self.rtype[at].tolist(), self.user[at].tolist(), self.agent[at].tolist(),
+                self.thread[at].tolist(), self.seq[at].tolist(), self.status[at].tolist(),
+            )
+            for f in (fields[slot],)
+        ]
 
     def label_of(self, record_id: str) -> int | None:
         """The index label of ``record_id``'s vector, or None."""

@@ -76,7 +76,8 @@ RECORD_COLUMNS = (
 )
 VECTOR_ROW_SQL = (
     "SELECT v.label, r.record_id, r.record_type, r.user_id, r.agent_id, r.thread_id, r.status, "
-    "r.expires_us, r.seq, v.ntok, r.metadata, v.embedding FROM vectors v "
+    "r.expires_us, r.seq, v.ntok, r.metadata, v.embedding, r.content, r.role, r.timestamp, "
+    "r.created_at, r.expires_at FROM vectors v "
     "JOIN records r ON r.record_id = v.record_id"
 )
 LINK_COLUMNS = "link_id, source_id, target_id, link_type, created_at, metadata"
@@ -155,6 +156,9 @@ _DIRECT = (
 """Whether ``row_to_record`` may fill the model's slots directly: exactly what
 ``Record.model_construct`` with every field does, without its per-field alias and default
 handling (a tenth of the cost of decoding a row); otherwise it calls ``model_construct``."""
+_ALL_SET = set(_FIELDS)
+"""The ``model_fields_set`` of every decoded record, shared: a frozen ``Record`` never changes
+it (``model_copy`` copies it first), and building one per row cost a quarter of the decoding."""
 
 
 def row_to_record(row: tuple[Any, ...]) -> Record:
@@ -181,7 +185,7 @@ def row_to_record(row: tuple[Any, ...]) -> Record:
         return Record.model_construct(**values)
     rec = _new_record(Record)
     _set(rec, "__dict__", values)
-    _set(rec, "__pydantic_fields_set__", set(_FIELDS))
+    _set(rec, "__pydantic_fields_set__", _ALL_SET)
     _set(rec, "__pydantic_extra__", None)
     _set(rec, "__pydantic_private__", None)
     return rec

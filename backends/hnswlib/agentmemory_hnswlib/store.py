@@ -936,12 +936,20 @@ class HnswlibStore(MemoryStore):
         return {rid: np.frombuffer(blob, dtype=np.float32).copy() for rid, blob in rows}
 
     def _fetch(self, con: sqlite3.Connection, record_ids: list[str]) -> dict[str, Record]:
-        """The records of ``record_ids`` that exist, by id (call under the lock: cached ones
-        are not read again)."""
+        """The records of ``record_ids`` that exist, by id (call under the lock): cached ones
+        as they are, vector-bearing ones from the in-memory columns, the rest from SQLite."""
         records = self._records
         found = {rid: rec for rid in record_ids if (rec := records.get(rid)) is not None}
         if len(found) == len(record_ids):
             return found
+        cols = self._cols
+        assert cols is not None
+        slot_of = cols.slot_of
+        held = cols.rows([slot for rid in record_ids if rid not in found and (slot := slot_of.get(rid)) is not None])
+        if held:
+            found.update(zip((row[0] for row in held), self._decoded(held, keep=True)))
+            if len(found) == len(record_ids):
+                return found
         record_ids = [rid for rid in record_ids if rid not in found]
         if len(record_ids) <= _FETCH_PARAMS:  # bound parameters: cheaper than encoding JSON for json_each
             rows = con.execute(
