@@ -76,7 +76,6 @@ class VectorRow:
     expires_at: str | None
 
 
-
 _FIELD_ARRAYS = ("content", "role", "timestamp", "created_at", "expires_at")
 """Snapshot arrays of ``Fields``, NUL-joined in that order (None is stored as ""; a role or
 timestamp is never empty)."""

@@ -183,6 +183,7 @@ def test_random_operations_match_the_reference_store(
     if keyword_path == "base":
         monkeypatch.setattr(hnswlib_postings, "REBUILD_MIN", 0)
         monkeypatch.setattr(hnswlib_postings, "REBUILD_FRACTION", 0.0)
+        monkeypatch.setattr(hnswlib_postings, "_BUILD_CHUNK", 3)  # bases built over many chunks
     else:
         monkeypatch.setattr(hnswlib_postings, "REBUILD_MIN", 10**9)
     rnd = random.Random(seed)
