@@ -131,6 +131,17 @@ class Columns:
             role = self._roles.setdefault(role, role)
         return (content, role, stamp, stamp if created == stamp else created, expiry)
 
+    def _shared_all(
+        self, contents: Iterable[str], roles: Iterable[str | None], stamps: Iterable[str],
+        created: Iterable[str], expiry: Iterable[str | None],
+    ) -> list[Fields]:
+        """``_shared`` over whole columns (the open path: one comprehension, no call per row)."""
+        known = self._roles
+        return [
+            (c, None if r is None else known.setdefault(r, r), t, t if a == t else a, e)
+            for c, r, t, a, e in zip(contents, roles, stamps, created, expiry)
+        ]
+
     def _reserve(self, extra: int) -> None:
         need = self.n + extra
         cap = self.labels.shape[0]
@@ -176,7 +187,7 @@ class Columns:
         self.vectors[:n] = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(n, self.dim)
         self.rids = list(rids)
         self.meta = [None if m == "{}" else m for m in metas]
-        self.fields = [self._shared(*f) for f in zip(contents, roles, stamps, created, expiry)]
+        self.fields = self._shared_all(contents, roles, stamps, created, expiry)
         self.slot_of = dict(zip(self.rids, range(n)))
         self._reserve_label(int(self.labels[:n].max()))
         self.label_slot[self.labels[:n]] = np.arange(n)
@@ -229,8 +240,7 @@ class Columns:
             cols.vectors[:n] = vectors
         cols.rids = rids
         cols.meta = [m or None for m in meta]
-        shared = cols._shared
-        cols.fields = [shared(c, r or None, t, a, e or None) for c, r, t, a, e in zip(content, role, stamp, created, expiry)]
+        cols.fields = cols._shared_all(content, [r or None for r in role], stamp, created, [e or None for e in expiry])
         names = _unpack(arrays["codes"], int(arrays["codes_count"][0]))
         cols.codes = {text: i + 1 for i, text in enumerate(names)}
         cols.names = [None, *names]
