@@ -75,6 +75,11 @@ class VectorRow:
     created_at: str
     expires_at: str | None
 
+    @property
+    def fields(self) -> Fields:
+        """The row's content, role, timestamp, created_at and expires_at."""
+        return (self.content, self.role, self.timestamp, self.created_at, self.expires_at)
+
 
 _FIELD_ARRAYS = ("content", "role", "timestamp", "created_at", "expires_at")
 """Snapshot arrays of ``Fields``, NUL-joined in that order (None is stored as ""; a role or
@@ -124,23 +129,12 @@ class Columns:
             self.names.append(value)
         return code
 
-    def _shared(self, content: str, role: str | None, stamp: str, created: str, expiry: str | None) -> Fields:
-        """A slot's fields with equal strings shared (memory: ~130 bytes a record): one object
-        per distinct role, and ``created_at`` the ``timestamp`` object when they are equal."""
-        if role is not None:
-            role = self._roles.setdefault(role, role)
-        return (content, role, stamp, stamp if created == stamp else created, expiry)
-
-    def _shared_all(
-        self, contents: Iterable[str], roles: Iterable[str | None], stamps: Iterable[str],
-        created: Iterable[str], expiry: Iterable[str | None],
-    ) -> list[Fields]:
-        """``_shared`` over whole columns (the open path: one comprehension, no call per row)."""
+    def _shared(self, fields: Iterable[tuple[str, str | None, str, str, str | None]]) -> list[Fields]:
+        """Slots' fields with equal strings shared: one object per distinct role, and
+        ``created_at`` the ``timestamp`` object when they are equal. An empty role or expiry
+        (how a snapshot stores None; neither is ever empty) becomes None."""
         known = self._roles
-        return [
-            (c, None if r is None else known.setdefault(r, r), t, t if a == t else a, e)
-            for c, r, t, a, e in zip(contents, roles, stamps, created, expiry)
-        ]
+        return [(c, known.setdefault(r, r) if r else None, t, t if a == t else a, e or None) for c, r, t, a, e in fields]
 
     def _reserve(self, extra: int) -> None:
         need = self.n + extra
@@ -187,7 +181,7 @@ class Columns:
         self.vectors[:n] = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(n, self.dim)
         self.rids = list(rids)
         self.meta = [None if m == "{}" else m for m in metas]
-        self.fields = self._shared_all(contents, roles, stamps, created, expiry)
+        self.fields = self._shared(zip(contents, roles, stamps, created, expiry))
         self.slot_of = dict(zip(self.rids, range(n)))
         self._reserve_label(int(self.labels[:n].max()))
         self.label_slot[self.labels[:n]] = np.arange(n)
@@ -240,7 +234,7 @@ class Columns:
             cols.vectors[:n] = vectors
         cols.rids = rids
         cols.meta = [m or None for m in meta]
-        cols.fields = cols._shared_all(content, [r or None for r in role], stamp, created, [e or None for e in expiry])
+        cols.fields = cols._shared(zip(content, role, stamp, created, expiry))
         names = _unpack(arrays["codes"], int(arrays["codes_count"][0]))
         cols.codes = {text: i + 1 for i, text in enumerate(names)}
         cols.names = [None, *names]
@@ -272,10 +266,10 @@ class Columns:
             self.vectors[slot] = np.frombuffer(row.embedding, dtype=np.float32)
             self.rids.append(row.record_id)
             self.meta.append(None if row.metadata == "{}" else row.metadata)
-            self.fields.append(self._shared(row.content, row.role, row.timestamp, row.created_at, row.expires_at))
             self.slot_of[row.record_id] = slot
             self.label_slot[row.label] = slot
             self.total_tokens += row.ntok
+        self.fields.extend(self._shared(row.fields for row in rows))
         self.n = start + len(rows)
         self.version += 1
         return np.arange(start, self.n)
@@ -290,7 +284,7 @@ class Columns:
         self.total_tokens += row.ntok - int(self.ntok[slot])
         self.ntok[slot] = row.ntok
         self.meta[slot] = None if row.metadata == "{}" else row.metadata
-        self.fields[slot] = self._shared(row.content, row.role, row.timestamp, row.created_at, row.expires_at)
+        (self.fields[slot],) = self._shared([row.fields])
 
     def remove(self, record_id: str) -> int:
         """Drop the slot of ``record_id`` (swap-with-last); return the label it held."""

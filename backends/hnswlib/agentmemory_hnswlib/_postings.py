@@ -55,7 +55,8 @@ class Postings:
         milliseconds per search)."""
         bodies = dict(con.execute("SELECT rowid, body FROM fts").fetchall())
         # term ids in order of first appearance, straight into int64 arrays (a list of Python
-        # ints held ~36 bytes a token: ~0.7 GB at 1M documents), a chunk of documents at a time
+        # ints holds a pointer and an int object, ~36 bytes a token: by that arithmetic ~0.7 GB
+        # for 1M documents of 19 terms), a chunk of documents at a time
         # (their split words are the peak). Splitting and the id lookups are most of the build
         # (~8 µs a document), which a cold store's first keyword search pays.
         term_id: defaultdict[str, int] = defaultdict(itertools.count().__next__)
