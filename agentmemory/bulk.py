@@ -58,6 +58,8 @@ class RecordColumns:
     status: RecordStatus | str | Sequence[RecordStatus | str] = RecordStatus.VALID
     metadata: Mapping[str, Any] | None | Sequence[Mapping[str, Any] | None] = None
     vectors: np.ndarray | None = None
+    index_text: str | None | Sequence[str | None] = None
+    """What the keyword index sees per row (``Record.index_text``); None = the content."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,7 @@ class ValidatedColumns:
     status: list[RecordStatus]
     metadata: list[dict[str, Any]]
     vectors: np.ndarray | None
+    index_text: list[str | None]
 
     def __len__(self) -> int:
         return len(self.record_id)
@@ -90,6 +93,7 @@ class ValidatedColumns:
                 user_id=self.user_id[i], agent_id=self.agent_id[i], thread_id=self.thread_id[i],
                 role=self.role[i], timestamp=self.timestamp[i], created_at=self.created_at[i],
                 expires_at=self.expires_at[i], status=self.status[i], metadata=self.metadata[i],
+                index_text=self.index_text[i],
             )
             yield record, None if self.vectors is None else self.vectors[i]
 
@@ -122,10 +126,12 @@ def validate_columns(columns: Any, dimension: int) -> ValidatedColumns:
     expires = _checked("expires_at", columns.expires_at, n, _optional_datetime)
     statuses = _checked("status", columns.status, n, validate_status, cache=True)
     metadata = _checked("metadata", columns.metadata, n, _stored_metadata)
+    index_texts = _checked("index_text", columns.index_text, n, _optional_role)
     return ValidatedColumns(
         record_id=ids, content=contents, record_type=types, timestamp=timestamps, created_at=created,
         user_id=scopes[0], agent_id=scopes[1], thread_id=scopes[2], role=roles, expires_at=expires,
         status=statuses, metadata=metadata, vectors=_vectors(columns.vectors, n, dimension),
+        index_text=index_texts,
     )
 
 
@@ -179,6 +185,7 @@ def _optional_id(argument: str, value: Any) -> str | None:
 
 
 def _optional_role(argument: str, value: Any) -> str | None:
+    """A role or index text: None, or non-empty text within the content limits."""
     return None if value is None else validate_content(argument, value)
 
 

@@ -97,7 +97,9 @@ class Record(BaseModel):
     """One stored row as every backend returns it.
 
     ``seq`` is the store-wide insertion order (messages are ordered by it); ``expires_at`` is
-    None for records that never expire.
+    None for records that never expire. ``index_text`` is what the keyword index (and the
+    core's embedder) sees in place of ``content`` when it differs: a message indexed with its
+    speaker, date and previous turn is still returned with its own words. None = ``content``.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -115,6 +117,12 @@ class Record(BaseModel):
     expires_at: datetime | None = None
     status: RecordStatus = RecordStatus.VALID
     metadata: dict[str, Any] = Field(default_factory=dict)
+    index_text: str | None = None
+
+    @property
+    def indexed_text(self) -> str:
+        """The text search indexes for this record: ``index_text``, else ``content``."""
+        return self.content if self.index_text is None else self.index_text
 
 
 class Link(BaseModel):

@@ -59,12 +59,15 @@ def record_matches(record: Record, flt: RecordFilter) -> bool:
 
 
 def apply_patch(record: Record, patch: RecordPatch) -> Record:
-    """The record after ``patch`` (vector excluded; stores keep vectors apart)."""
+    """The record after ``patch`` (vector excluded; stores keep vectors apart). New content
+    without a new ``index_text`` resets it: the index follows the words the record holds."""
     changes: dict[str, object] = {}
-    for name in ("content", "metadata", "status", "timestamp", "expires_at"):
+    for name in ("content", "index_text", "metadata", "status", "timestamp", "expires_at"):
         value = getattr(patch, name)
         if value is not UNSET:
             changes[name] = stored_metadata(value) if name == "metadata" else value
+    if patch.content is not UNSET and patch.index_text is UNSET:
+        changes["index_text"] = None
     return record.model_copy(update=changes)
 
 
@@ -222,7 +225,7 @@ class InMemoryStore(MemoryStore):
             corpus = [r for r in self._records.values() if r.record_id in self._vectors]
         if not terms or not corpus:
             return []
-        docs = {r.record_id: Counter(self.analyzer.terms(r.content)) for r in corpus}
+        docs = {r.record_id: Counter(self.analyzer.terms(r.indexed_text)) for r in corpus}
         avg_len = sum(sum(c.values()) for c in docs.values()) / len(docs) or 1.0
         df = {t: sum(1 for c in docs.values() if t in c) for t in terms}
         hits = []

@@ -47,8 +47,10 @@ from .validation import (
     validate_window,
 )
 
-SPEC_VERSION: Final = "1.0"
-"""The version of this SPI and of the conformance suite that checks it."""
+SPEC_VERSION: Final = "1.1"
+"""The version of this SPI and of the conformance suite that checks it. 1.1 added
+``Record.index_text`` and ``RecordPatch.index_text``: keyword search scores a record's
+``indexed_text``, not its content."""
 
 __all__ = [
     "ANY",

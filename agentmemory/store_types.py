@@ -93,10 +93,14 @@ class NewRecord:
 
 @dataclass(frozen=True)
 class RecordPatch:
-    """A partial update of one record; ``UNSET`` fields stay as they are."""
+    """A partial update of one record; ``UNSET`` fields stay as they are.
+
+    Setting ``content`` without ``index_text`` resets ``index_text`` to None (the new content is
+    indexed), so a record's index never describes words it no longer holds."""
 
     record_id: str
     content: str | _Unset = UNSET
+    index_text: str | None | _Unset = UNSET
     metadata: Mapping[str, Any] | _Unset = UNSET
     status: RecordStatus | _Unset = UNSET
     timestamp: datetime | _Unset = UNSET

