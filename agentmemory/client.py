@@ -67,6 +67,7 @@ class AgentMemory:
         extractor: Any = None,
         card_renderer: Any = "xml",
         token_counter: TokenCounter | str | None = None,
+        index_context: bool = True,
     ) -> None:
         try:
             policy = SchemaPolicy(schema_policy)
@@ -95,6 +96,12 @@ class AgentMemory:
         """What every budget counts in (search, card, summary, extraction prompts): a registered
         name ("estimate", "cl100k_base", "o200k_base"), a ``TokenCounter``, or by default the
         LangChain model's own ``get_num_tokens`` when ``llm`` is one, else the estimate."""
+        if not isinstance(index_context, bool):
+            raise InvalidArgument("index_context", f"must be True or False, got {index_context!r}")
+        self.index_context = index_context
+        """True (default): messages are indexed with their role, date and previous turn, so a
+        reply such as "yes, on Tuesday" is found by the question it answers; the stored content
+        is unchanged (``Record.index_text``). False: each message's content alone."""
         self.background = BackgroundExtraction()
         """The background extraction worker (``extraction_mode=BACKGROUND``), started on first use."""
         self.store.open(dimension=self.embedder.dimension, schema_policy=policy)
@@ -105,7 +112,7 @@ class AgentMemory:
             store=self.store, embedder=self.embedder, llm=self.llm, plugins=self.plugins, clock=self.clock,
             retention=self.retention, extraction_config=self.memory_extraction_config, rerankers=self.rerankers,
             extractor=self.extractor, card_renderer=self.card_renderer, token_counter=self.token_counter,
-            background=self.background,
+            background=self.background, index_context=self.index_context,
         )
 
     # ---- lifecycle ----------------------------------------------------------------------------

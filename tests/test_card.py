@@ -320,7 +320,10 @@ def test_minimums_are_best_effort_when_records_are_missing(new_client: Callable[
         client.add_memory(f"Fact {i} about the garden shed.", user_id="u", memory_type="fact")
     say(thread, "Tell me about the garden shed.", "Sure.")
     card = thread.get_context_card(max_relevant_results=3, min_relevant_results_by_type={"preference": 2, "guideline": 1})
-    assert [r.record.record_type for r in card.relevant] == [RecordType.FACT] * 3  # the slots are filled anyway
+    # the slots are filled anyway, by the best of what matches: the facts, and the reply that is
+    # indexed with the question it answers (contextual index text)
+    types = [r.record.record_type for r in card.relevant]
+    assert len(types) == 3 and set(types) <= {RecordType.FACT, RecordType.MESSAGE} and types.count(RecordType.FACT) >= 2
 
 
 def test_card_scope_memories_across_threads_messages_from_this_thread_only(new_client: Callable[..., AgentMemory]) -> None:

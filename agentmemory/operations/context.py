@@ -54,6 +54,8 @@ class MemoryContext:
     card_renderer: Any
     token_counter: TokenCounter
     background: BackgroundExtraction
+    index_context: bool = True
+    """Index messages with their role, date and previous turn (``operations.index_text``)."""
 
     def now(self) -> datetime:
         """The current time by the injected clock."""

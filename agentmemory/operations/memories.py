@@ -10,8 +10,8 @@ from ..embedders.base import embed_op
 from ..errors import InvalidArgument, NotFound
 from ..filters import validate_metadata_filter
 from ..ids import new_id
-from ..records import MEMORY_TYPES, Link, Record, RecordStatus, RecordType
-from ..spi import ANY, NewRecord, RecordFilter, RecordPatch, WriteBatch
+from ..records import MEMORY_TYPES, MESSAGE_TYPES, Link, Record, RecordStatus, RecordType
+from ..spi import ANY, NewRecord, Order, RecordFilter, RecordPatch, WriteBatch
 from ..validation import (
     RESERVED_METADATA_KEY,
     validate_content,
@@ -24,6 +24,7 @@ from ..validation import (
     validate_status,
 )
 from .context import OMITTED, MemoryContext, ThreadScope
+from .index_text import message_index_texts
 from .links import delete_records_op, invalidate_patch
 from .lookup import LIST_LIMIT_MAX, get_record_op, internal_metadata, list_scope, parse_timestamp, thread_record_op
 from .retention import expires_at
@@ -141,7 +142,7 @@ def update_record_op(
     thread_id: str | None = None,
     ttl_days: Any = OMITTED,
 ) -> Op[Record]:
-    """Change content (re-embedded), metadata (replaced, the reserved part kept), status and/or
+    """Change content (re-embedded and, for a message, re-indexed with its context), metadata (replaced, the reserved part kept), status and/or
     TTL of one alive record of ``types`` (in ``thread_id`` when given); returns it updated."""
     validate_id(f"{kind}_id", record_id)
     rec = yield from get_record_op(ctx, record_id, types, kind)
@@ -150,7 +151,13 @@ def update_record_op(
     patch: dict[str, Any] = {}
     if content is not OMITTED:
         validate_content("content", content)
-        vectors = yield from embed_op(ctx.embedder, [content])
+        text = content
+        if rec.record_type is RecordType.MESSAGE and ctx.index_context:  # keep its context indexed
+            before: list[Record] = yield Call(ctx.store, "query", (ctx.alive(
+                thread_id=rec.thread_id, record_types=MESSAGE_TYPES, max_seq=rec.seq),), {"order": Order.SEQ_DESC, "limit": 1})
+            keyword, text = message_index_texts([rec.model_copy(update={"content": content})], before[0] if before else None)[0]
+            patch["index_text"] = keyword
+        vectors = yield from embed_op(ctx.embedder, [text])
         patch.update(content=content, vector=vectors[0])
     if metadata is not OMITTED:
         meta = validate_metadata("metadata", metadata)

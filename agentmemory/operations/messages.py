@@ -20,6 +20,7 @@ from ..spi import NewRecord, Order, WriteBatch
 from ..validation import validate_content, validate_id, validate_metadata, validate_positive_int
 from .context import OMITTED, MemoryContext, ThreadScope
 from .extraction import after_messages_op
+from .index_text import message_index_texts
 from .lookup import parse_timestamp, thread_record_op
 from .retention import expires_at
 
@@ -96,7 +97,14 @@ def add_messages_op(ctx: MemoryContext, scope: ThreadScope, messages: Any, call_
                 metadata=dict(msg.metadata),
             )
         )
-    vectors = yield from embed_op(ctx.embedder, [r.content for r in records])
+    if ctx.index_context:
+        before: list[Record] = yield Call(ctx.store, "query", (ctx.alive(thread_id=scope.thread_id, record_types=MESSAGE_TYPES),), {"order": Order.SEQ_DESC, "limit": 1})
+        texts = message_index_texts(records, before[0] if before else None)
+        records = [r.model_copy(update={"index_text": keyword}) for r, (keyword, _) in zip(records, texts)]
+        embed_texts = [embedded for _, embedded in texts]
+    else:
+        embed_texts = [r.content for r in records]
+    vectors = yield from embed_op(ctx.embedder, embed_texts)
     added: list[Record] = yield Call(
         ctx.store, "write", (WriteBatch(add=[NewRecord(r, v) for r, v in zip(records, vectors)]),)
     )
