@@ -101,6 +101,14 @@ def say(thread: Any, *contents: str) -> None:
     thread.add_messages([{"role": "user" if i % 2 == 0 else "assistant", "content": c} for i, c in enumerate(contents)])
 
 
+def assert_no_text_twice(card: Any) -> None:
+    """No message or memory text appears in two sections (summary, results, recent messages)."""
+    shown = [r.record.content for r in card.relevant] + [m.content for m in card.recent_messages]
+    assert len(shown) == len(set(shown))
+    for text in shown:
+        assert text not in card.summary, text
+
+
 def parse(card: Any) -> ET.Element:
     """The card as XML; fails the test if the structure is broken."""
     root = ET.fromstring(card.content)
@@ -235,7 +243,8 @@ def test_external_tail_is_left_out_of_everything_derived(new_client: Callable[..
     assert card.recent_messages == ()
     for tail in TOPICAL[-2:]:
         assert tail not in card.content
-    assert "delta glacier" in card.summary  # the last message before the tail is summarised
+    assert "delta glacier" in card.content  # the last message before the tail is summarised or a result
+    assert_no_text_twice(card)
 
 
 def test_self_contained_card_puts_the_tail_in_recent_messages(new_client: Callable[..., AgentMemory]) -> None:
@@ -249,13 +258,12 @@ def test_self_contained_card_puts_the_tail_in_recent_messages(new_client: Callab
     assert [m.content for m in card.recent_messages] == ["harbour message", "meteor message"]
     assert [m.findtext("content") for m in root.findall("recent_messages/message")] == ["harbour message", "meteor message"]
     assert "harbour" not in card.summary and "meteor" not in card.summary
-    assert card.summary == "user: tortoise message\nassistant: zeppelin message"  # fallback count 2
     relevant = relevant_contents(card)
     assert relevant  # older messages are eligible
     assert "harbour message" not in relevant and "meteor message" not in relevant
-    assert all(c not in relevant for c in ("tortoise message", "zeppelin message"))  # already quoted in the summary
+    assert_no_text_twice(card)  # a message shown as a result is not quoted by the summary too
     assert all(r.record.record_type is RecordType.MESSAGE for r in card.relevant)
-    assert set(relevant) <= {"kayak message", "lighthouse message", "volcano message", "glacier message"}
+    assert set(relevant) <= {f"{w} message" for w in ("kayak", "lighthouse", "volcano", "glacier", "tortoise", "zeppelin")}
 
 
 def test_tail_excluded_from_the_model_summary_and_the_stored_summary_unchanged(
@@ -417,10 +425,10 @@ def test_tiny_budget_shortens_the_summary_first(new_client: Callable[..., AgentM
     thread = dinner_thread(new_client())
     full = thread.get_context_card()
     tiny = thread.get_context_card(token_budget=40)
-    assert full.summary and estimate_tokens(full.content) > 40
+    assert estimate_tokens(full.content) > 40
     assert estimate_tokens(tiny.content) <= 40
     assert tiny.relevant == ()
-    assert len(tiny.summary) < len(full.summary)
+    assert len(tiny.summary) <= len(full.summary)
 
 
 # ---- type-search concurrency -------------------------------------------------------------------------
@@ -508,7 +516,8 @@ def test_markdown_renderer_has_sections_and_escapes_text(new_client: Callable[..
 
     lines = card.content.splitlines()
     headings = [line for line in lines if line.startswith("#")]
-    assert headings == ["## Context card", "### Topics", "### Summary", "### Relevant information", "### Recent messages"]
+    # topics and an offline summary that would only restate this short thread are left out
+    assert headings[0] == "## Context card" and headings[-2:] == ["### Relevant information", "### Recent messages"]
     assert "\\# Not a heading \\*really\\* \\</context\\_card\\>" in card.content
     assert "- user: last question about heading?" in lines
     assert "<context_card>" not in card.content

@@ -24,12 +24,13 @@ from ..errors import InvalidArgument
 from ..filters import validate_metadata_filter
 from ..records import MEMORY_TYPES, MESSAGE_TYPES, Record, RecordStatus, RecordType, SearchResult
 from ..spi import Capability, Hit, Order, RecordFilter
+from ..summarize import extractive_summary
 from ..tokens import EstimateCounter, TokenCounter
 from ..validation import validate_positive_int
 from .context import MemoryContext, ThreadScope
 from .lookup import internal_metadata
 from .search import HYBRID_VECTOR_WEIGHT, fuse_scores, neighbour_boost, statuses_for, validate_budget
-from .summary import summary_for_range_op, window_op
+from .summary import SUMMARY_TOKENS, summary_for_range_op, window_op
 
 CARD_TYPES = frozenset({*MEMORY_TYPES, RecordType.MESSAGE})
 """Keys accepted by ``min_relevant_results_by_type``."""
@@ -166,6 +167,29 @@ def unrepeated(hits: Sequence[Hit], summary: str) -> list[Hit]:
     return out
 
 
+def offline_card_summary(
+    messages: Sequence[Record], results: Sequence[SearchResult], recent: Sequence[Record], counter: TokenCounter,
+) -> str:
+    """The offline summary a card shows: salient sentences (``summarize.extractive_summary``) of
+    the messages it covers that neither a result nor the raw recent messages already show, so no
+    text appears twice in one card."""
+    shown = {r.record.record_id for r in results} | {m.record_id for m in recent}
+    shown_texts = {_normalised(r.record.content) for r in results}
+    rest = [m for m in messages if m.record_id not in shown and _normalised(m.content) not in shown_texts]
+    return extractive_summary(rest, SUMMARY_TOKENS, counter) if rest else ""
+
+
+def _within_transcript(renderer: Any, parts: CardParts, transcript: int, counter: TokenCounter) -> CardParts:
+    """``parts`` without the summary, then the topics, while the card is larger than the
+    ``transcript`` it replaces: on a short thread they only restate it. Results stay (memories
+    may come from other threads, so they are not in this transcript), as do raw recent messages."""
+    for field in ("summary", "topics"):
+        if counter.count(renderer(parts)) <= transcript:
+            break
+        parts = parts.model_copy(update={field: "" if field == "summary" else ()})
+    return parts
+
+
 def fit_card(
     renderer: Any, parts: CardParts, candidates: Sequence[SearchResult], budget: int | None, soft: int | None,
     transcript: int | None = None, counter: TokenCounter | None = None,
@@ -293,8 +317,13 @@ def context_card_op(
     # earlier result) is not repeated
     skip = {question.record_id} if question is not None else set()
 
+    # an offline summary quotes messages; it is rebuilt below from what the results do not show,
+    # so it never crowds results out of the card (a stored or model-written one is kept as it is)
+    offline = summary.revision == -1
+    quoted = "" if offline else summary.content
+
     def usable(hits: list[Hit]) -> list[Hit]:
-        return unrepeated([h for h in hits if h.record.record_id not in skip], summary.content)
+        return unrepeated([h for h in hits if h.record.record_id not in skip], quoted)
 
     if queries and limit:
         # messages shown raw (or excluded as the external tail) are never "relevant information"
@@ -330,7 +359,12 @@ def context_card_op(
     transcript = None
     if len(window) < wanted:  # the whole thread is in the window: the card never outgrows it
         transcript = sum(counter.count(f"{m.role}: {m.content}") for m in derived)
-    parts = CardParts(topics=tuple(topics[:8]), summary=summary.content, recent_messages=tuple(recent_msgs))
+    summary_text = summary.content
+    if offline and summary_text:
+        summary_text = offline_card_summary(derived[-int(fallback_message_count):], candidates, recent_msgs, counter)
+    parts = CardParts(topics=tuple(topics[:8]), summary=summary_text, recent_messages=tuple(recent_msgs))
     parts = fit_card(renderer, parts, candidates, budget, soft, transcript, counter)
+    if offline and transcript is not None:  # a quoted summary never makes the card outgrow the thread
+        parts = _within_transcript(renderer, parts, transcript, counter)
     content = renderer(parts)
     return ContextCard(**parts.model_dump(), content=content, tokens=counter.count(content), token_counter=counter.name)

@@ -91,12 +91,16 @@ def parse_record_types(record_types: Any) -> frozenset[RecordType]:
 
 
 def validate_budget(argument: str, value: Any) -> int | None:
-    """A token budget: None or a positive int (non-positive values disable it)."""
+    """A token budget: None (no budget) or an int >= 0. 0 is an empty budget (nothing optional
+    fits), so a caller whose remaining budget reaches 0 gets the smallest answer, not the
+    largest; a negative budget is a caller's arithmetic error and raises."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidArgument(argument, f"must be an int or None, got {value!r}")
-    return value if value > 0 else None
+    if value < 0:
+        raise InvalidArgument(argument, f"must be >= 0 (0 = nothing optional fits) or None, got {value}")
+    return value
 
 
 def build_query(
