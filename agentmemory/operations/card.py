@@ -1,7 +1,7 @@
 """Building the context card (SPEC §6).
 
-Retrieval is driven by three queries — the newest user turn (the question being answered), the
-running summary and the topics — each run as vector and keyword search. Memory-like records and
+Retrieval is driven by the newest user turn (the question being answered), run as vector and
+keyword search like ``search``; a thread with no user turn yet ranks by its summary and topics. Memory-like records and
 profiles come from the thread's user/agent across threads; messages only from this thread, never
 from the excluded or rendered tail. All candidates, whatever their type, are ranked together by
 one fused relevance score (``search.fuse_scores``), so a group of weak matches cannot fill the card
@@ -43,9 +43,10 @@ QUERY_CHARS = 1500
 SUMMARY_BUDGET_SHARE = 1 / 3
 """The share of a card's hard token budget the summary may take."""
 CONTEXT_QUERY_WEIGHT = 0.1
-"""Weight of the summary and topic queries next to the newest user turn (the question) in fusion.
-On the LoCoMo dev split (100-question sample, 2,000 tokens) the card's evidence recall was 0.49
-at 0.5, 0.63 at 0.15 and 0.65 at 0: the question is what the card must answer."""
+"""Weight of the topic query next to the summary when the thread has no user turn to rank by.
+With a question the card ranks by it alone, like ``search``: on the LoCoMo dev split (100-question
+sample, 2,000 tokens) the card's evidence recall was 0.49 with the summary and topics weighted
+0.5, 0.63 at 0.15 and 0.65 at 0: the question is what the card must answer."""
 QUESTION_LOOKBACK = 20
 """How many recent messages are searched for the newest user turn."""
 _STOP = set(
@@ -306,7 +307,10 @@ def context_card_op(
     # itself is never summarised or returned as relevant information
     question = next((m for m in reversed(window) if m.role == "user"), None)
     newest_user = question.content if question is not None else ""
-    weighted = [(newest_user, 1.0), (summary.content[:QUERY_CHARS], CONTEXT_QUERY_WEIGHT), (" ".join(topics), CONTEXT_QUERY_WEIGHT)]
+    if newest_user.strip():  # the card ranks by the question alone, as ``search`` does
+        weighted = [(newest_user, 1.0)]
+    else:
+        weighted = [(summary.content[:QUERY_CHARS], 1.0), (" ".join(topics), CONTEXT_QUERY_WEIGHT)]
     queries = [q for q, _ in weighted if q.strip()]
     weights = [w for q, w in weighted if q.strip()]
     base = ctx.alive(
