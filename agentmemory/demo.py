@@ -69,7 +69,11 @@ def _show_memories(memory: AgentMemory, thread_id: str) -> None:
 
 def _show_card(content: str, transcript_tokens: int) -> None:
     print(textwrap.indent(content or "(empty card)", "  "))
-    print(f"\n  card: {estimate_tokens(content)} tokens   full transcript: {transcript_tokens} tokens (estimated)")
+    tokens = estimate_tokens(content)
+    print(f"\n  card: {tokens} tokens   full transcript: {transcript_tokens} tokens (estimated)")
+    if tokens >= transcript_tokens:
+        print("  (larger than the transcript: this thread is a handful of turns, all of them shown, and the card's"
+              " markup costs more than the summary saves; a card pays off once a thread outgrows its budget)")
 
 
 def _demo_thread(memory: AgentMemory, thread_id: str, user_id: str, agent_id: str) -> Thread:

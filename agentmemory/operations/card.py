@@ -154,16 +154,19 @@ def _normalised(text: str) -> str:
 
 def unrepeated(hits: Sequence[Hit], summary: str) -> list[Hit]:
     """``hits`` without those whose text the card already shows: a record whose sentences the
-    summary quotes, or one with the same text as an earlier hit (a memory that restates a message)."""
+    summary quotes, or one whose text equals, contains or is contained in an earlier hit's (a
+    memory that restates a message)."""
     quoted = _normalised(summary)
-    seen: set[str] = set()
+    seen: list[str] = []
     out = []
     for hit in hits:
         text = _normalised(hit.record.content)
         sentences = [s for s in _SENTENCE_END.split(text) if len(s) >= 12]
-        if text in seen or (quoted and any(s in quoted for s in sentences)):
+        if any(text in earlier or (len(earlier) >= 12 and earlier in text) for earlier in seen):
+            continue  # the same text, or one that holds (or is held by) an earlier result's
+        if quoted and any(s in quoted for s in sentences):
             continue
-        seen.add(text)
+        seen.append(text)
         out.append(hit)
     return out
 
