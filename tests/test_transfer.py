@@ -173,7 +173,7 @@ def dump_lines(memory: AgentMemory, path: Path) -> list[str]:
 def test_dump_format_is_documented_json_lines(source: AgentMemory, tmp_path: Path) -> None:
     lines = dump_lines(source, tmp_path / "d.jsonl")
     header, *body, end = (json.loads(x) for x in lines)
-    assert header["agentmemory_dump"] == 1 and header["source"] == {"backend": "duckdb", "dimension": DIM}
+    assert header["agentmemory_dump"] == 2 and header["source"] == {"backend": "duckdb", "dimension": DIM}
     assert header["embedder"] == "hashing" and header["vectors"] is True
     kinds = [next(iter(x)) for x in body]
     assert kinds.count("link") == 1 and kinds.index("link") > max(i for i, k in enumerate(kinds) if k == "record" and
@@ -246,7 +246,7 @@ def _good_dump(source: AgentMemory, path: Path) -> list[str]:
     ("damage", "bad_line", "message"),
     [
         (lambda lines: lines[:4] + ['{"record": {"record_id": "x"'] , 5, "not valid JSON|cut off"),
-        (lambda lines: [lines[0].replace('"agentmemory_dump":1', '"agentmemory_dump":99')] + lines[1:], 1, "version 99"),
+        (lambda lines: [lines[0].replace('"agentmemory_dump":2', '"agentmemory_dump":99')] + lines[1:], 1, "version 99"),
         (lambda lines: lines[:5] + [lines[5].replace('"vector":"', '"vector":"AAAAAA')] + lines[6:], 6, "dimension|base64"),
         (lambda lines: lines[:5] + [lines[5].replace('"record_type":"message"', '"record_type":"\'); DROP TABLE x; --"')]
          + lines[6:], 6, "record_type"),

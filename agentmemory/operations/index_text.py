@@ -24,12 +24,12 @@ def spoken_date(record: Record) -> str:
     return f"{ts.day} {ts:%B %Y}"
 
 
-def message_index_texts(records: Sequence[Record], previous: Record | None) -> list[tuple[str, str]]:
-    """Per message, ``(index_text, embed_text)``: the keyword text is the date, the previous turn
-    and the turn, each turn with its role; the embedded text is the previous turn and the turn
-    (a date adds nothing to a sentence embedding's sense). ``previous`` is the thread's message
-    before the first of ``records`` (None for a new thread)."""
-    out: list[tuple[str, str]] = []
+def message_index_texts(records: Sequence[Record], previous: Record | None) -> list[str]:
+    """Per message, its index text: the date, the previous turn and the turn, each turn with its
+    role. Keyword search indexes it and the embedder embeds it, so a store moved to another
+    embedder re-embeds exactly what the first one did (``Record.indexed_text``). ``previous`` is
+    the thread's message before the first of ``records`` (None for a new thread)."""
+    out: list[str] = []
     prior = previous
     for record in records:
         turn = f"{record.role}: {record.content}" if record.role else record.content
@@ -38,8 +38,6 @@ def message_index_texts(records: Sequence[Record], previous: Record | None) -> l
         else:
             head = prior.content[:PREVIOUS_CHARS]
             before = f"{prior.role}: {head}" if prior.role else head
-        keyword = "\n".join(part for part in (spoken_date(record), before, turn) if part)
-        embedded = f"{before}\n{record.content}" if before else record.content
-        out.append((keyword, embedded))
+        out.append("\n".join(part for part in (spoken_date(record), before, turn) if part))
         prior = record
     return out

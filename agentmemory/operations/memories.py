@@ -155,8 +155,8 @@ def update_record_op(
         if rec.record_type is RecordType.MESSAGE and ctx.index_context:  # keep its context indexed
             before: list[Record] = yield Call(ctx.store, "query", (ctx.alive(
                 thread_id=rec.thread_id, record_types=MESSAGE_TYPES, max_seq=rec.seq),), {"order": Order.SEQ_DESC, "limit": 1})
-            keyword, text = message_index_texts([rec.model_copy(update={"content": content})], before[0] if before else None)[0]
-            patch["index_text"] = keyword
+            text = message_index_texts([rec.model_copy(update={"content": content})], before[0] if before else None)[0]
+            patch["index_text"] = text
         vectors = yield from embed_op(ctx.embedder, [text])
         patch.update(content=content, vector=vectors[0])
     if metadata is not OMITTED:

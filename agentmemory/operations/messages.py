@@ -100,11 +100,8 @@ def add_messages_op(ctx: MemoryContext, scope: ThreadScope, messages: Any, call_
     if ctx.index_context:
         before: list[Record] = yield Call(ctx.store, "query", (ctx.alive(thread_id=scope.thread_id, record_types=MESSAGE_TYPES),), {"order": Order.SEQ_DESC, "limit": 1})
         texts = message_index_texts(records, before[0] if before else None)
-        records = [r.model_copy(update={"index_text": keyword}) for r, (keyword, _) in zip(records, texts)]
-        embed_texts = [embedded for _, embedded in texts]
-    else:
-        embed_texts = [r.content for r in records]
-    vectors = yield from embed_op(ctx.embedder, embed_texts)
+        records = [r.model_copy(update={"index_text": text}) for r, text in zip(records, texts)]
+    vectors = yield from embed_op(ctx.embedder, [r.indexed_text for r in records])
     added: list[Record] = yield Call(
         ctx.store, "write", (WriteBatch(add=[NewRecord(r, v) for r, v in zip(records, vectors)]),)
     )

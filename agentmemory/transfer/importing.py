@@ -271,7 +271,7 @@ class _BatchWriter:
         out: list[np.ndarray | None] = [e.vector if self.keep_vectors and e.has_vector else None for e in entries]
         todo = [i for i, e in enumerate(entries) if e.has_vector and out[i] is None]
         if todo:
-            fresh = run_sync(embed_op(self.embedder, [entries[i].record.content for i in todo]))
+            fresh = run_sync(embed_op(self.embedder, [entries[i].record.indexed_text for i in todo]))
             for i, vector in zip(todo, fresh, strict=True):
                 out[i] = vector
             self.report.reembedded += sum(1 for i in todo if i < len(adds))
@@ -281,7 +281,7 @@ class _BatchWriter:
 def _overwrite(entry: RecordEntry, vector: np.ndarray | None) -> RecordPatch:
     """The patch that overwrites a stored record with ``entry`` (its vector too, when it has one)."""
     new = entry.record
-    return RecordPatch(new.record_id, content=new.content, metadata=new.metadata, status=new.status,
+    return RecordPatch(new.record_id, content=new.content, index_text=new.index_text, metadata=new.metadata, status=new.status,
                        timestamp=new.timestamp, expires_at=new.expires_at, vector=vector)
 
 

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The schema version this code writes; older files are migrated forward on open."""
 
 META_TABLE = "am_meta"
@@ -80,9 +80,22 @@ def _v2(con: Any, dimension: int) -> None:
     with raw tokens, from opening the file."""
 
 
+def _v3(con: Any, dimension: int) -> None:
+    """SPI 1.1: ``index_text``, what keyword search indexes in place of the content (NULL = the
+    content, so every existing record is indexed as before). The derived snapshots are forgotten
+    (their rows lack the column; dropped on open as leftovers and rebuilt by the builder), so no
+    search is answered from a snapshot that predates the column."""
+    con.execute("ALTER TABLE am_records ADD COLUMN IF NOT EXISTS index_text VARCHAR")
+    con.execute(
+        f"DELETE FROM {META_TABLE} WHERE key IN ('fts_table', 'fts_watermark', 'fts_rows', "
+        "'vidx_table', 'vidx_watermark', 'vidx_rows')"
+    )
+
+
 MIGRATIONS: dict[int, tuple[str, Callable[[Any, int], None]]] = {
     1: ("records, links, counters", _v1),
     2: ("BM25 over analysed terms (language, analyzer fingerprint)", _v2),
+    3: ("index_text beside content (SPI 1.1); snapshots rebuilt", _v3),
 }
 """version → (description, step). Step ``n`` turns a version ``n-1`` schema into version ``n``;
 each runs inside the open transaction together with the version bump."""

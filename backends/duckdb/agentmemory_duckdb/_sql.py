@@ -22,7 +22,7 @@ from agentmemory.spi import ANY, RecordFilter
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 RECORD_COLUMNS = (
-    "rid, rtype, content, user_id, agent_id, thread_id, role, seq, ts, created, expires, status, metadata"
+    "rid, rtype, content, user_id, agent_id, thread_id, role, seq, ts, created, expires, status, metadata, index_text"
 )
 """The columns ``decode_record`` expects, in order (prefix each with the table alias)."""
 
@@ -238,6 +238,7 @@ def decode_record(row: Sequence[Any]) -> Record:
         expires_at=None if row[10] is None else datetime.fromisoformat(row[10]),
         status=row[11],
         metadata=json.loads(row[12]),
+        index_text=row[13],
     )
 
 

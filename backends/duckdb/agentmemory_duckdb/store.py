@@ -654,6 +654,10 @@ class DuckDBStore(MemoryStore):
             params: list[Any] = []
             if isinstance(patch.content, str):
                 sets.append(f"content = {sql_str(patch.content)}")
+            if isinstance(patch.index_text, str):
+                sets.append(f"index_text = {sql_str(patch.index_text)}")
+            elif patch.index_text is None or isinstance(patch.content, str):  # new content: index it
+                sets.append("index_text = NULL")
             if isinstance(patch.metadata, Mapping):
                 sets.append(f"metadata = {sql_str(dump_json(dict(patch.metadata)))}")
             if patch.status is not UNSET:
@@ -742,6 +746,7 @@ class DuckDBStore(MemoryStore):
             agent_id=[r.agent_id for r in recs], thread_id=[r.thread_id for r in recs],
             role=[r.role for r in recs], expires_at=[r.expires_at for r in recs],
             status=[r.status for r in recs], metadata=metadata, vectors=None,
+            index_text=[r.index_text for r in recs],
         )
         return added, _arrow_table(columns, matrix, missing, seq, ver)
 
@@ -1109,7 +1114,7 @@ class DuckDBStore(MemoryStore):
             given = {rid: (ver, text) for rid, ver, text in rows if text is not None}
             if len(given) < len(rows):
                 given.update({rid: (ver, text) for rid, ver, text in con.execute(
-                    f"SELECT rid, ver, content FROM am_records WHERE rid IN (SELECT unnest({sql_str_list(missing)}))"
+                    f"SELECT rid, ver, coalesce(index_text, content) FROM am_records WHERE rid IN (SELECT unnest({sql_str_list(missing)}))"
                 ).fetchall()})
             terms = self._analyzer.terms
             for rid in missing:
@@ -1341,7 +1346,7 @@ class DuckDBStore(MemoryStore):
             # an empty CREATE TABLE AS, then INSERT … SELECT: a CREATE TABLE AS of all these
             # columns at 100k rows spins single-threaded for many minutes in DuckDB 1.4.4 (the
             # same copy as an INSERT takes ~1.5 s)
-            columns = f"{_SNAPSHOT_COLUMNS}, r.ver, " + ("r.vec" if job == "vector" else f"{self._terms_udf}(r.content) AS terms")
+            columns = f"{_SNAPSHOT_COLUMNS}, r.ver, " + ("r.vec" if job == "vector" else f"{self._terms_udf}(coalesce(r.index_text, r.content)) AS terms")
             cursor.execute(f"CREATE TABLE {table} AS SELECT {columns} FROM am_records r WHERE FALSE")
             # clustered by scope: an exact scan of one user's rows then reads only their blocks
             # (zonemaps skip the rest): 17 → 8 ms for a user with 10 % of 100k rows, 8 → 2 ms at 0.1 %
@@ -1446,9 +1451,10 @@ def _arrow_table(columns: ValidatedColumns, matrix: np.ndarray, missing: np.ndar
         pa.array(np.arange(ver + 1, ver + n + 1, dtype=np.int64)),
         pa.array(present),
         pa.FixedSizeListArray.from_arrays(pa.array(unit_rows.ravel(), type=pa.float32()), matrix.shape[1], mask=pa.array(missing)),
+        pa.array(columns.index_text, type=strings),
     ]
     names = ["rid", "rtype", "content", "user_id", "agent_id", "thread_id", "role", "seq", "ts", "created",
-             "expires", "expires_us", "status", "metadata", "ver", "has_vec", "vec"]
+             "expires", "expires_us", "status", "metadata", "ver", "has_vec", "vec", "index_text"]
     return pa.Table.from_arrays(arrays, names=names)
 
 

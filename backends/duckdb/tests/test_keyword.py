@@ -210,7 +210,7 @@ def test_store_written_with_an_older_analyzer_is_reindexed_on_open(db_path: Path
     assert {x.record.record_id for x in want} == {"d0", "d1", "d3"}
     store = h.open_store(db_path, auto_index=False)
     try:
-        assert store.info().extra["schema_version"] == 2 and store.info().extra["fts_index"] is None
+        assert store.info().extra["schema_version"] == 3 and store.info().extra["fts_index"] is None
         got = store.keyword_search("running", RecordFilter(), 10)
         assert _ids(got) == _ids(want)
         assert np.allclose([x.score for x in got], [x.score for x in want], rtol=1e-9)

@@ -49,8 +49,8 @@ def unit(vector: np.ndarray) -> np.ndarray:
     return arr / np.float32(np.linalg.norm(arr))
 
 
-Fields = tuple[str, str | None, str, str, str | None]
-"""A slot's content, role, timestamp, created_at and expires_at, as SQLite stores them."""
+Fields = tuple[str, str | None, str, str, str | None, str | None]
+"""A slot's content, role, timestamp, created_at, expires_at and index_text, as SQLite stores them."""
 
 
 @dataclass(frozen=True)
@@ -74,14 +74,15 @@ class VectorRow:
     timestamp: str
     created_at: str
     expires_at: str | None
+    index_text: str | None
 
     @property
     def fields(self) -> Fields:
-        """The row's content, role, timestamp, created_at and expires_at."""
-        return (self.content, self.role, self.timestamp, self.created_at, self.expires_at)
+        """The row's content, role, timestamp, created_at, expires_at and index_text."""
+        return (self.content, self.role, self.timestamp, self.created_at, self.expires_at, self.index_text)
 
 
-_FIELD_ARRAYS = ("content", "role", "timestamp", "created_at", "expires_at")
+_FIELD_ARRAYS = ("content", "role", "timestamp", "created_at", "expires_at", "index_text")
 """Snapshot arrays of ``Fields``, NUL-joined in that order (None is stored as ""; a role or
 timestamp is never empty)."""
 _TYPE_VALUE = [t.value for t in RECORD_TYPES]
@@ -129,12 +130,12 @@ class Columns:
             self.names.append(value)
         return code
 
-    def _shared(self, fields: Iterable[tuple[str, str | None, str, str, str | None]]) -> list[Fields]:
+    def _shared(self, fields: Iterable[tuple[str, str | None, str, str, str | None, str | None]]) -> list[Fields]:
         """Slots' fields with equal strings shared: one object per distinct role, and
         ``created_at`` the ``timestamp`` object when they are equal. An empty role or expiry
         (how a snapshot stores None; neither is ever empty) becomes None."""
         known = self._roles
-        return [(c, known.setdefault(r, r) if r else None, t, t if a == t else a, e or None) for c, r, t, a, e in fields]
+        return [(c, known.setdefault(r, r) if r else None, t, t if a == t else a, e or None, x or None) for c, r, t, a, e, x in fields]
 
     def _reserve(self, extra: int) -> None:
         need = self.n + extra
@@ -165,7 +166,7 @@ class Columns:
             return
         self._reserve(n)
         (labels, rids, rtypes, users, agents, threads, statuses, expires, seqs, ntoks, metas,
-         blobs, contents, roles, stamps, created, expiry) = zip(*rows)
+         blobs, contents, roles, stamps, created, expiry, index_texts) = zip(*rows)
         type_code = {t.value: c for t, c in TYPE_CODE.items()}
         status_code = {s.value: c for s, c in STATUS_CODE.items()}
         code = self._code
@@ -181,7 +182,7 @@ class Columns:
         self.vectors[:n] = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(n, self.dim)
         self.rids = list(rids)
         self.meta = [None if m == "{}" else m for m in metas]
-        self.fields = self._shared(zip(contents, roles, stamps, created, expiry))
+        self.fields = self._shared(zip(contents, roles, stamps, created, expiry, index_texts))
         self.slot_of = dict(zip(self.rids, range(n)))
         self._reserve_label(int(self.labels[:n].max()))
         self.label_slot[self.labels[:n]] = np.arange(n)
@@ -222,8 +223,8 @@ class Columns:
         missing = [name for name in _FIELD_ARRAYS if name not in arrays]
         if missing:  # a snapshot written before the columns held them: the caller reads the records
             raise ValueError(f"snapshot columns lack {', '.join(missing)}")
-        content, role, stamp, created, expiry = (_unpack(arrays[name], n) for name in _FIELD_ARRAYS)
-        if any(len(column) != n for column in (content, role, stamp, created, expiry)):
+        content, role, stamp, created, expiry, index_text = (_unpack(arrays[name], n) for name in _FIELD_ARRAYS)
+        if any(len(column) != n for column in (content, role, stamp, created, expiry, index_text)):
             raise ValueError("snapshot record fields disagree in length")
         for name in cls._ARRAYS:
             column = arrays[name]
@@ -234,7 +235,7 @@ class Columns:
             cols.vectors[:n] = vectors
         cols.rids = rids
         cols.meta = [m or None for m in meta]
-        cols.fields = cols._shared(zip(content, role, stamp, created, expiry))
+        cols.fields = cols._shared(zip(content, role, stamp, created, expiry, index_text))
         names = _unpack(arrays["codes"], int(arrays["codes_count"][0]))
         cols.codes = {text: i + 1 for i, text in enumerate(names)}
         cols.names = [None, *names]
@@ -342,7 +343,7 @@ class Columns:
         names, fields, rids, meta = self.names, self.fields, self.rids, self.meta
         return [
             (rids[slot], _TYPE_VALUE[rtype], f[0], names[user], names[agent], names[thread], f[1], seq,
-             f[2], f[3], f[4], _STATUS_VALUE[status], meta[slot] or "{}")
+             f[2], f[3], f[4], _STATUS_VALUE[status], meta[slot] or "{}", f[5])
             for slot, rtype, user, agent, thread, seq, status in zip(
                 slots, self.rtype[at].tolist(), self.user[at].tolist(), self.agent[at].tolist(),
                 self.thread[at].tolist(), self.seq[at].tolist(), self.status[at].tolist(),

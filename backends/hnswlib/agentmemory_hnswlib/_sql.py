@@ -18,9 +18,10 @@ from agentmemory.filters import metadata_matches_json
 from agentmemory.records import Link, LinkType, Record, RecordStatus, RecordType
 from agentmemory.spi import ANY, RecordFilter
 
-SCHEMA_VERSION = 2
-"""2: FTS rows hold analysed terms (version 1: lower-cased words); version 1 stores are
-re-analysed on open."""
+SCHEMA_VERSION = 3
+"""2: FTS rows hold analysed terms (version 1: lower-cased words); 3: ``records.index_text``
+(SPI 1.1: what keyword search indexes in place of the content; NULL = the content). Older stores
+get the column and are re-analysed on open."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -40,7 +41,8 @@ CREATE TABLE IF NOT EXISTS records (
     expires_us INTEGER,
     status TEXT NOT NULL,
     metadata TEXT NOT NULL,
-    rev INTEGER NOT NULL
+    rev INTEGER NOT NULL,
+    index_text TEXT
 );
 CREATE INDEX IF NOT EXISTS records_user ON records (user_id, seq);
 CREATE INDEX IF NOT EXISTS records_agent ON records (agent_id, seq);
@@ -72,12 +74,12 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5 (body, tokenize = "ascii token
 
 RECORD_COLUMNS = (
     "record_id, record_type, content, user_id, agent_id, thread_id, role, seq, timestamp, "
-    "created_at, expires_at, status, metadata"
+    "created_at, expires_at, status, metadata, index_text"
 )
 VECTOR_ROW_SQL = (
     "SELECT v.label, r.record_id, r.record_type, r.user_id, r.agent_id, r.thread_id, r.status, "
     "r.expires_us, r.seq, v.ntok, r.metadata, v.embedding, r.content, r.role, r.timestamp, "
-    "r.created_at, r.expires_at FROM vectors v "
+    "r.created_at, r.expires_at, r.index_text FROM vectors v "
     "JOIN records r ON r.record_id = v.record_id"
 )
 LINK_COLUMNS = "link_id, source_id, target_id, link_type, created_at, metadata"
@@ -141,7 +143,7 @@ def where(flt: RecordFilter, to_us: Any) -> tuple[str, list[Any]]:
 
 
 _FIELDS = ("record_id", "record_type", "content", "user_id", "agent_id", "thread_id", "role", "seq",
-           "timestamp", "created_at", "expires_at", "status", "metadata")
+           "timestamp", "created_at", "expires_at", "status", "metadata", "index_text")
 _TYPES = {t.value: t for t in RecordType}
 _STATUSES = {s.value: s for s in RecordStatus}
 _new_record = Record.__new__
@@ -165,7 +167,7 @@ def row_to_record(row: tuple[Any, ...]) -> Record:
     """A ``Record`` from a row of ``RECORD_COLUMNS`` (values were validated when written):
     equal, field for field and in ``model_fields_set``, to ``Record.model_construct`` of them."""
     (record_id, record_type, content, user_id, agent_id, thread_id, role, seq, timestamp,
-     created_at, expires_at, status, metadata) = row
+     created_at, expires_at, status, metadata, index_text) = row
     values = {
         "record_id": record_id,
         "record_type": _TYPES[record_type],
@@ -180,6 +182,7 @@ def row_to_record(row: tuple[Any, ...]) -> Record:
         "expires_at": None if expires_at is None else datetime.fromisoformat(expires_at),
         "status": _STATUSES[status],
         "metadata": {} if metadata == "{}" else json.loads(metadata),
+        "index_text": index_text,
     }
     if not _DIRECT:  # pragma: no cover - a Record shape this fast path does not know
         return Record.model_construct(**values)

@@ -400,6 +400,8 @@ class HnswlibStore(MemoryStore):
             )
         self._analyzer = Analyzer.for_language(self._language or meta.get("language"))
         if meta.get("analyzer") != self._analyzer.fingerprint or meta["schema_version"] != str(_sql.SCHEMA_VERSION):
+            if "index_text" not in {row[1] for row in con.execute("PRAGMA table_info(records)")}:
+                con.execute("ALTER TABLE records ADD COLUMN index_text TEXT")  # version 3; NULL = content
             self._reanalyse(con, int(meta["txn"]))
             meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
         stored_dim = int(meta["dimension"])
@@ -422,7 +424,7 @@ class HnswlibStore(MemoryStore):
         con.execute("BEGIN IMMEDIATE")
         try:
             rows = con.execute(
-                "SELECT v.label, r.content FROM vectors v JOIN records r ON r.record_id = v.record_id"
+                "SELECT v.label, coalesce(r.index_text, r.content) FROM vectors v JOIN records r ON r.record_id = v.record_id"
             ).fetchall()
             analysed = [(label, terms(content)) for label, content in rows]
             con.execute("DELETE FROM fts")
@@ -748,25 +750,26 @@ class HnswlibStore(MemoryStore):
         try:
             con.execute(
                 "INSERT INTO records (record_id, record_type, content, user_id, agent_id, thread_id, "
-                "role, seq, timestamp, created_at, expires_at, expires_us, status, metadata, rev) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "role, seq, timestamp, created_at, expires_at, expires_us, status, metadata, rev, index_text) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     rec.record_id, rec.record_type.value, rec.content, rec.user_id, rec.agent_id,
                     rec.thread_id, rec.role, seq, rec.timestamp.isoformat(), rec.created_at.isoformat(),
                     None if rec.expires_at is None else rec.expires_at.isoformat(),
                     None if rec.expires_at is None else to_us(rec.expires_at),
-                    rec.status.value, _sql.dumps(rec.metadata), txn,
+                    rec.status.value, _sql.dumps(rec.metadata), txn, rec.index_text,
                 ),
             )
         except sqlite3.IntegrityError:
             raise Conflict(f"record id {rec.record_id!r} already exists") from None
         if item.vector is not None:
-            self._put_vector(con, rec.record_id, item.vector, rec.content)
+            self._put_vector(con, rec.record_id, item.vector, rec.indexed_text)
             touched.add(rec.record_id)
         return rec.model_copy(update={"seq": seq, "metadata": copy.deepcopy(rec.metadata)})
 
-    def _put_vector(self, con: sqlite3.Connection, rid: str, vector: np.ndarray, content: str) -> None:
-        tokens = self._analyzer.terms(content)
+    def _put_vector(self, con: sqlite3.Connection, rid: str, vector: np.ndarray, text: str) -> None:
+        """Store ``rid``'s vector and keyword row; ``text`` is what is indexed (``indexed_text``)."""
+        tokens = self._analyzer.terms(text)
         cur = con.execute(
             "INSERT INTO vectors (record_id, ntok, embedding) VALUES (?, ?, ?)",
             (rid, len(tokens), unit(vector).tobytes()),
@@ -781,14 +784,19 @@ class HnswlibStore(MemoryStore):
 
     def _patch(self, con: sqlite3.Connection, patch: RecordPatch, touched: set[str], txn: int) -> None:
         rid = patch.record_id
-        row = con.execute("SELECT content FROM records WHERE record_id = ?", (rid,)).fetchone()
+        row = con.execute("SELECT content, index_text FROM records WHERE record_id = ?", (rid,)).fetchone()
         if row is None:
             raise NotFound("record", rid)
         sets: list[str] = ["rev = ?"]
         params: list[Any] = [txn]
+        index_text: str | None = row[1]
         if isinstance(patch.content, str):
             sets.append("content = ?")
             params.append(patch.content)
+        if patch.index_text is not UNSET or isinstance(patch.content, str):  # new content resets it
+            index_text = patch.index_text if isinstance(patch.index_text, str) else None
+            sets.append("index_text = ?")
+            params.append(index_text)
         if isinstance(patch.metadata, Mapping):
             sets.append("metadata = ?")
             params.append(_sql.dumps(dict(patch.metadata)))
@@ -804,8 +812,9 @@ class HnswlibStore(MemoryStore):
             params.extend([None, None] if exp is None else [exp.isoformat(), to_us(exp)])
         con.execute(f"UPDATE records SET {', '.join(sets)} WHERE record_id = ?", (*params, rid))
         content: str = patch.content if isinstance(patch.content, str) else row[0]
+        content = content if index_text is None else index_text  # what the keyword row indexes
         if patch.vector is UNSET:
-            if isinstance(patch.content, str):
+            if isinstance(patch.content, str) or patch.index_text is not UNSET:
                 vec = con.execute("SELECT label FROM vectors WHERE record_id = ?", (rid,)).fetchone()
                 if vec is not None:
                     tokens = self._analyzer.terms(content)

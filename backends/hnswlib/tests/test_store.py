@@ -217,14 +217,15 @@ def test_decoded_records_equal_model_construct() -> None:
     assert _sql._DIRECT
     rows = [
         ("a", "memory", "text", "u", None, "t", None, 3, "2025-01-01T12:00:00.123456+00:00",
-         "2025-01-01T12:00:00+00:00", None, "valid", "{}"),
+         "2025-01-01T12:00:00+00:00", None, "valid", "{}", None),
         ("b", "message", "hi", None, "ag", None, "user", 9, "2025-01-01T12:00:00+00:00",
-         "2025-01-02T12:00:00+00:00", "2026-01-01T00:00:00+00:00", "invalid", '{"k":[1,"x"],"n":{"a":1.5}}'),
+         "2025-01-02T12:00:00+00:00", "2026-01-01T00:00:00+00:00", "invalid", '{"k":[1,"x"],"n":{"a":1.5}}',
+         "1 January 2025\nuser: hi"),
     ]
     for row in rows:
         got = _sql.row_to_record(row)
         names = ("record_id", "record_type", "content", "user_id", "agent_id", "thread_id", "role", "seq",
-                 "timestamp", "created_at", "expires_at", "status", "metadata")
+                 "timestamp", "created_at", "expires_at", "status", "metadata", "index_text")
         values = dict(zip(names, row))
         values.update(
             record_type=RecordType(values["record_type"]), status=RecordStatus(values["status"]),

@@ -198,6 +198,10 @@ class OracleStore(MemoryStore):
     analyzer fingerprint differs, re-analyses every chunk during ``open``."""
 
     name = "oracle"
+    spec_version = "1.0"
+    """Not yet 1.1: ``Record.index_text`` is neither stored nor indexed here (keyword search
+    indexes the content; a record read back has ``index_text=None``). The conformance suite's
+    version check says so when it runs against a database."""
     min_recall_at_10 = 0.9
     """Approximate search (only above ``exact_search_threshold`` candidates) targets 95% accuracy."""
 
