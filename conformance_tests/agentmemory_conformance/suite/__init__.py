@@ -24,6 +24,7 @@ from .model_based import ModelBasedTests
 from .resilience import ConcurrencyTests, FaultTests
 from .spi_bulk import BulkAddTests
 from .spi_exact import ExactValueTests
+from .spi_index_text import IndexTextTests
 from .spi_links import LinkTests
 from .spi_records import BatchOrderTests, LifecycleTests, PersistenceTests, QueryTests, RecordCrudTests
 from .spi_scope import MetadataFilterTests, RecordTypeTests, ScopeTests
@@ -49,6 +50,7 @@ class BackendConformance(
     PersistenceTests,
     CapabilityTests,
     ExactValueTests,
+    IndexTextTests,
     KeywordSearchTests,
     VectorSearchTests,
     RecordTypeTests,
