@@ -184,13 +184,11 @@ def offline_card_summary(
 
 
 def _within_transcript(renderer: Any, parts: CardParts, transcript: int, counter: TokenCounter) -> CardParts:
-    """``parts`` without the summary, then the topics, while the card is larger than the
-    ``transcript`` it replaces: on a short thread they only restate it. Results stay (memories
-    may come from other threads, so they are not in this transcript), as do raw recent messages."""
-    for field in ("summary", "topics"):
-        if counter.count(renderer(parts)) <= transcript:
-            break
-        parts = parts.model_copy(update={field: "" if field == "summary" else ()})
+    """``parts`` without the topics when the card is larger than the ``transcript`` it replaces:
+    on a short thread they only restate it. The offline summary stays: it quotes only messages
+    that nothing else in the card shows (``offline_card_summary``), so dropping it would lose them."""
+    if parts.topics and counter.count(renderer(parts)) > transcript:
+        parts = parts.model_copy(update={"topics": ()})
     return parts
 
 
@@ -371,7 +369,7 @@ def context_card_op(
         summary_text = offline_card_summary(derived[-int(fallback_message_count):], candidates, recent_msgs, counter)
     parts = CardParts(topics=tuple(topics[:8]), summary=summary_text, recent_messages=tuple(recent_msgs))
     parts = fit_card(renderer, parts, candidates, budget, soft, transcript, counter)
-    if offline and transcript is not None:  # a quoted summary never makes the card outgrow the thread
+    if offline and transcript is not None:  # topics never make a short thread's card outgrow it
         parts = _within_transcript(renderer, parts, transcript, counter)
     content = renderer(parts)
     return ContextCard(**parts.model_dump(), content=content, tokens=counter.count(content), token_counter=counter.name)
