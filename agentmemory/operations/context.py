@@ -55,7 +55,7 @@ class MemoryContext:
     token_counter: TokenCounter
     background: BackgroundExtraction
     index_context: bool = True
-    """Index messages with their role, date and previous turn (``operations.index_text``)."""
+    """Index messages with their role, date and previous turn (``agentmemory.index_text``)."""
 
     def now(self) -> datetime:
         """The current time by the injected clock."""

@@ -15,12 +15,12 @@ from ..effects import Call, Op
 from ..embedders.base import embed_op
 from ..errors import InvalidArgument, NotFound
 from ..ids import new_id
+from ..index_text import embedding_text, message_index_texts
 from ..records import MESSAGE_TYPES, Record, RecordType
 from ..spi import NewRecord, Order, WriteBatch
 from ..validation import validate_content, validate_id, validate_metadata, validate_positive_int
 from .context import OMITTED, MemoryContext, ThreadScope
 from .extraction import after_messages_op
-from .index_text import message_index_texts
 from .lookup import parse_timestamp, thread_record_op
 from .retention import expires_at
 
@@ -101,7 +101,7 @@ def add_messages_op(ctx: MemoryContext, scope: ThreadScope, messages: Any, call_
         before: list[Record] = yield Call(ctx.store, "query", (ctx.alive(thread_id=scope.thread_id, record_types=MESSAGE_TYPES),), {"order": Order.SEQ_DESC, "limit": 1})
         texts = message_index_texts(records, before[0] if before else None)
         records = [r.model_copy(update={"index_text": text}) for r, text in zip(records, texts)]
-    vectors = yield from embed_op(ctx.embedder, [r.indexed_text for r in records])
+    vectors = yield from embed_op(ctx.embedder, [embedding_text(r) for r in records])
     added: list[Record] = yield Call(
         ctx.store, "write", (WriteBatch(add=[NewRecord(r, v) for r, v in zip(records, vectors)]),)
     )

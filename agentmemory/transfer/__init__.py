@@ -9,7 +9,7 @@ Everything streams at constant memory (pages of records, atomic batches of write
 so a rerun after an interruption skips what is already there and equal: imports are idempotent
 and resumable. Vectors are kept when the target's embedder is the one that made them (same name,
 model and dimension) and the source can read them back; otherwise the target's embedder
-re-embeds each record's indexed text (``Record.indexed_text``), and the report says which happened and why.
+re-embeds what ``add_messages`` embedded (``index_text.embedding_text``), and the report says which happened and why.
 """
 
 from __future__ import annotations

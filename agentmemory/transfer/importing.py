@@ -24,6 +24,7 @@ from ..effects import run_sync
 from ..embedders import Embedder
 from ..embedders.base import embed_op
 from ..errors import Conflict, InvalidArgument, NotFound
+from ..index_text import embedding_text
 from ..records import Link, Record
 from ..spi import MemoryStore, NewRecord, RecordFilter, RecordPatch, WriteBatch
 from ..validation import validate_positive_int
@@ -271,7 +272,7 @@ class _BatchWriter:
         out: list[np.ndarray | None] = [e.vector if self.keep_vectors and e.has_vector else None for e in entries]
         todo = [i for i, e in enumerate(entries) if e.has_vector and out[i] is None]
         if todo:
-            fresh = run_sync(embed_op(self.embedder, [entries[i].record.indexed_text for i in todo]))
+            fresh = run_sync(embed_op(self.embedder, [embedding_text(entries[i].record) for i in todo]))
             for i, vector in zip(todo, fresh, strict=True):
                 out[i] = vector
             self.report.reembedded += sum(1 for i in todo if i < len(adds))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..records import Record
+from .records import Record, RecordType
 
 PREVIOUS_CHARS = 600
 """How much of the previous turn joins a message's index text (its start; a long turn's
@@ -26,9 +26,9 @@ def spoken_date(record: Record) -> str:
 
 def message_index_texts(records: Sequence[Record], previous: Record | None) -> list[str]:
     """Per message, its index text: the date, the previous turn and the turn, each turn with its
-    role. Keyword search indexes it and the embedder embeds it, so a store moved to another
-    embedder re-embeds exactly what the first one did (``Record.indexed_text``). ``previous`` is
-    the thread's message before the first of ``records`` (None for a new thread)."""
+    role. Keyword search indexes it; the embedder embeds it without the date line
+    (``embedding_text``). ``previous`` is the thread's message before the first of ``records``
+    (None for a new thread)."""
     out: list[str] = []
     prior = previous
     for record in records:
@@ -41,3 +41,16 @@ def message_index_texts(records: Sequence[Record], previous: Record | None) -> l
         out.append("\n".join(part for part in (spoken_date(record), before, turn) if part))
         prior = record
     return out
+
+
+def embedding_text(record: Record) -> str:
+    """What the embedder embeds for ``record``: a message's index text without its date line (a
+    date adds nothing to a sentence embedding's sense: on a LoCoMo dev sample, embedding the date
+    too lost 0.04-0.06 evidence recall at 500-4,000 tokens), else its ``indexed_text``. Derived
+    from the record alone, so an import re-embeds exactly what ``add_messages`` embedded."""
+    text = record.indexed_text
+    if record.index_text is not None and record.record_type is RecordType.MESSAGE:
+        first, newline, rest = text.partition("\n")
+        if newline and rest and first == spoken_date(record):
+            return rest
+    return text
