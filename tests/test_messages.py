@@ -121,7 +121,8 @@ async def test_message_get_update_delete_confined_to_thread(mem, client):
     updated = await a.update_message(mid, metadata={"y": 2})
     assert updated.content == "replacement sentence" and updated.metadata == {"y": 2}
     hits = await mem.search("replacement sentence", user_id="u1", record_types=["message"])
-    assert hits[0].record.record_id == mid and hits[0].distance == pytest.approx(0.0, abs=1e-5)
+    # re-embedded: the new words (indexed with the message's role and date) are its nearest match
+    assert hits[0].record.record_id == mid and hits[0].distance is not None and hits[0].distance < 0.2
 
     assert await a.delete_message(mid) == 1
     assert await a.delete_message(mid) == 0

@@ -305,8 +305,9 @@ async def test_hard_token_budget(three):
     assert await with_budget(costs[0] + costs[1] - 1) == order[:1]
     assert await with_budget(costs[0] - 1) == []  # never split a result
     assert await with_budget(sum(costs)) == order
-    assert await with_budget(0) == order  # non-positive disables the budget
-    assert await with_budget(-5) == order
+    assert await with_budget(0) == []  # an empty budget holds nothing
+    with pytest.raises(InvalidArgument, match="token_budget"):
+        await with_budget(-5)
 
 
 async def test_soft_token_budget(three):
