@@ -11,8 +11,8 @@ from typing import Any
 from ..effects import Call, Op
 from ..errors import InvalidArgument, NotFound
 from ..ids import thread_record_id
-from ..records import Record, RecordType
-from ..spi import ANY, RecordFilter
+from ..records import MESSAGE_TYPES, Record, RecordType
+from ..spi import ANY, Order, RecordFilter
 from ..validation import RESERVED_METADATA_KEY, validate_id, validate_optional_id
 from .context import OMITTED, MemoryContext
 
@@ -25,6 +25,14 @@ def get_record_op(ctx: MemoryContext, record_id: str, types: frozenset[RecordTyp
     if not rows:
         raise NotFound(kind, record_id)
     return rows[0]
+
+
+def previous_message_op(ctx: MemoryContext, thread_id: str | None, before_seq: int | None = None) -> Op[Record | None]:
+    """The thread's newest alive message (below ``before_seq`` when given), or None: the turn a
+    message's contextual index text starts from (``agentmemory.index_text``)."""
+    flt = ctx.alive(thread_id=thread_id, record_types=MESSAGE_TYPES, max_seq=before_seq)
+    rows: list[Record] = yield Call(ctx.store, "query", (flt,), {"order": Order.SEQ_DESC, "limit": 1})
+    return rows[0] if rows else None
 
 
 def thread_record_op(ctx: MemoryContext, thread_id: str) -> Op[Record]:

@@ -11,8 +11,8 @@ from ..errors import InvalidArgument, NotFound
 from ..filters import validate_metadata_filter
 from ..ids import new_id
 from ..index_text import embedding_text, message_index_texts
-from ..records import MEMORY_TYPES, MESSAGE_TYPES, Link, Record, RecordStatus, RecordType
-from ..spi import ANY, NewRecord, Order, RecordFilter, RecordPatch, WriteBatch
+from ..records import MEMORY_TYPES, Link, Record, RecordStatus, RecordType
+from ..spi import ANY, NewRecord, RecordFilter, RecordPatch, WriteBatch
 from ..validation import (
     RESERVED_METADATA_KEY,
     validate_content,
@@ -26,7 +26,15 @@ from ..validation import (
 )
 from .context import OMITTED, MemoryContext, ThreadScope
 from .links import delete_records_op, invalidate_patch
-from .lookup import LIST_LIMIT_MAX, get_record_op, internal_metadata, list_scope, parse_timestamp, thread_record_op
+from .lookup import (
+    LIST_LIMIT_MAX,
+    get_record_op,
+    internal_metadata,
+    list_scope,
+    parse_timestamp,
+    previous_message_op,
+    thread_record_op,
+)
 from .retention import expires_at
 from .search import statuses_for
 
@@ -153,10 +161,9 @@ def update_record_op(
         validate_content("content", content)
         text = content
         if rec.record_type is RecordType.MESSAGE and ctx.index_context:  # keep its context indexed
-            before: list[Record] = yield Call(ctx.store, "query", (ctx.alive(
-                thread_id=rec.thread_id, record_types=MESSAGE_TYPES, max_seq=rec.seq),), {"order": Order.SEQ_DESC, "limit": 1})
+            previous = yield from previous_message_op(ctx, rec.thread_id, rec.seq)
             edited = rec.model_copy(update={"content": content})
-            patch["index_text"] = message_index_texts([edited], before[0] if before else None)[0]
+            patch["index_text"] = message_index_texts([edited], previous)[0]
             text = embedding_text(edited.model_copy(update={"index_text": patch["index_text"]}))
         vectors = yield from embed_op(ctx.embedder, [text])
         patch.update(content=content, vector=vectors[0])

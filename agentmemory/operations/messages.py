@@ -21,7 +21,7 @@ from ..spi import NewRecord, Order, WriteBatch
 from ..validation import validate_content, validate_id, validate_metadata, validate_positive_int
 from .context import OMITTED, MemoryContext, ThreadScope
 from .extraction import after_messages_op
-from .lookup import parse_timestamp, thread_record_op
+from .lookup import parse_timestamp, previous_message_op, thread_record_op
 from .retention import expires_at
 
 ROLES = ("user", "assistant", "system", "tool")
@@ -98,8 +98,8 @@ def add_messages_op(ctx: MemoryContext, scope: ThreadScope, messages: Any, call_
             )
         )
     if ctx.index_context:
-        before: list[Record] = yield Call(ctx.store, "query", (ctx.alive(thread_id=scope.thread_id, record_types=MESSAGE_TYPES),), {"order": Order.SEQ_DESC, "limit": 1})
-        texts = message_index_texts(records, before[0] if before else None)
+        previous = yield from previous_message_op(ctx, scope.thread_id)
+        texts = message_index_texts(records, previous)
         records = [r.model_copy(update={"index_text": text}) for r, text in zip(records, texts)]
     vectors = yield from embed_op(ctx.embedder, [embedding_text(r) for r in records])
     added: list[Record] = yield Call(
