@@ -24,6 +24,7 @@ TEST_PATHS = [
     "backends/duckdb/tests",
     "backends/hnswlib/tests",
     "backends/oracle/tests",
+    "backends/postgres/tests",
     "conformance_tests/tests",
     "benchmarks/tests",
     "plugins/rerank-http/tests",

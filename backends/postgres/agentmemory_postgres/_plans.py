@@ -639,7 +639,7 @@ def _reanalyse(names: q.Names, analyzer: Analyzer) -> Plan[int]:
             total += length
             df.update(terms)
     if updates:
-        yield Execute(f"CREATE TEMP TABLE am_reindex (record_id text, terms text[], term_counts int[], doc_len int) ON COMMIT DROP")
+        yield Execute("CREATE TEMP TABLE am_reindex (record_id text, terms text[], term_counts int[], doc_len int) ON COMMIT DROP")
         yield Copy("COPY am_reindex FROM STDIN (FORMAT BINARY)", ("text", "text[]", "int4[]", "int4"), updates)
         yield Execute(
             f"UPDATE {names.records} r SET terms = x.terms, term_counts = x.term_counts, doc_len = x.doc_len "

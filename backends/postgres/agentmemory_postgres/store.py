@@ -282,7 +282,6 @@ class PostgresStore(MemoryStore):
     """
 
     name = "postgres"
-    min_recall_at_10 = 0.99
 
     def __init__(
         self,
