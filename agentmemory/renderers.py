@@ -4,6 +4,8 @@ empty card."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .card_model import CardParts
 from .formatting import attribute, element, xml_text
 from .records import Record
@@ -20,6 +22,25 @@ def _item_xml(record: Record) -> str:
     return f"<{record.record_type.value}>{inner}</{record.record_type.value}>"
 
 
+def _dated_item_xml(record: Record) -> str:
+    """A relevant record inside its date's group: its role and (non-valid) status as attributes."""
+    attrs = attribute("role", record.role) if record.role else ""
+    if record.status.value != "valid":
+        attrs += attribute("status", record.status.value)
+    tag = record.record_type.value
+    return f"<{tag}{attrs}>{xml_text(record.content)}</{tag}>"
+
+
+def by_date(records: Sequence[Record]) -> list[tuple[str, list[Record]]]:
+    """``records`` as a timeline: oldest first (records at the same instant keep their order),
+    grouped by ISO date. Renderers write each date once, so a budget holds more records (a dated
+    element per record cost 16 cl100k tokens of markup, the grouped one 7)."""
+    groups: dict[str, list[Record]] = {}
+    for record in sorted(records, key=lambda r: r.timestamp):
+        groups.setdefault(record.timestamp.date().isoformat(), []).append(record)
+    return list(groups.items())
+
+
 def _relevant_xml(record: Record) -> str:
     """A relevant record with its date, role and (non-valid) status as attributes: 22 cl100k
     tokens of markup per item instead of 27 with child elements, so a budget holds more results."""
@@ -29,7 +50,7 @@ def _relevant_xml(record: Record) -> str:
     if record.status.value != "valid":
         attrs += attribute("status", record.status.value)
     tag = record.record_type.value
-    return f"<{tag}{attrs}>{element('content', record.content)}</{tag}>"
+    return f"<{tag}{attrs}>{xml_text(record.content)}</{tag}>"
 
 
 class XmlCardRenderer:
@@ -51,7 +72,10 @@ class XmlCardRenderer:
             out.append(f"  <summary>{xml_text(parts.summary)}</summary>")
         if parts.relevant:
             out.append("  <relevant_information>")
-            out.extend(f"    {self.item(r.record)}" for r in parts.relevant)
+            for day, records in by_date([r.record for r in parts.relevant]):
+                out.append(f"    <on{attribute('date', day)}>")
+                out.extend(_dated_item_xml(r) for r in records)
+                out.append("    </on>")
             out.append("  </relevant_information>")
         if parts.recent_messages:
             out.append("  <recent_messages>")
@@ -88,7 +112,11 @@ class MarkdownCardRenderer:
         if parts.summary:
             out.append("### Summary\n" + _md(parts.summary))
         if parts.relevant:
-            out.append("### Relevant information\n" + "\n".join(self.item(r.record) for r in parts.relevant))
+            lines = []
+            for day, records in by_date([r.record for r in parts.relevant]):
+                lines.append(f"{day}:")
+                lines.extend(self.item(r) for r in records)
+            out.append("### Relevant information\n" + "\n".join(lines))
         if parts.recent_messages:
             out.append("### Recent messages\n" + "\n".join(f"- {_md(m.role or '')}: {_md(m.content)}" for m in parts.recent_messages))
         return "\n\n".join(out)

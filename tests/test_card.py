@@ -24,6 +24,7 @@ from agentmemory import (
     Record,
     RecordType,
 )
+from agentmemory.formatting import xml_text
 from agentmemory.llm import OpenAICompatibleLlm
 from agentmemory.reference_store import InMemoryStore
 from agentmemory.spi import RecordFilter
@@ -301,7 +302,8 @@ def test_min_by_type_reserves_slots_within_max_without_duplicates(new_client: Ca
     assert len(set(ids)) == len(ids)
     info = parse(reserved).find("relevant_information")
     assert info is not None
-    assert [el.tag for el in info] == [t.value for t in types]
+    # shown as a timeline grouped by date (``renderers.by_date``), every chosen record once
+    assert sorted(el.tag for day in info for el in day) == sorted(t.value for t in types)
 
 
 def test_minimums_never_exceed_max_relevant_results(new_client: Callable[..., AgentMemory]) -> None:
@@ -389,7 +391,7 @@ def test_include_invalid_results_shows_superseded_history(new_client: Callable[.
     assert new in [r.record.record_id for r in default.relevant]
     assert old not in [r.record.record_id for r in default.relevant]
     assert old in [r.record.record_id for r in history.relevant]
-    [fact_el] = [el for el in parse(history).findall("relevant_information/fact") if el.findtext("content") == "The user's name is Bob."]
+    [fact_el] = [el for el in parse(history).findall("relevant_information/on/fact") if el.text == "The user's name is Bob."]
     assert fact_el.get("status") == "invalid"
 
 
@@ -418,7 +420,7 @@ def test_token_budget_caps_the_whole_card(new_client: Callable[..., AgentMemory]
     assert [r.record.record_id for r in hard.relevant] == full_ids[: len(hard.relevant)]  # never reordered
     assert len(hard.relevant) <= len(soft.relevant) <= len(hard.relevant) + 1  # one may cross the soft budget
     assert [r.record.record_id for r in soft.relevant] == full_ids[: len(soft.relevant)]
-    assert all(r.formatted_content in full.content for r in full.relevant)  # budgets count what is rendered
+    assert all(xml_text(r.record.content) in full.content for r in full.relevant)  # budgets count what is rendered
 
 
 def test_tiny_budget_shortens_the_summary_first(new_client: Callable[..., AgentMemory]) -> None:
@@ -529,10 +531,11 @@ def test_xml_card_item_fields(new_client: Callable[..., AgentMemory]) -> None:
     pref_id = client.add_memory("The user prefers tea.", user_id="u", memory_type="preference")
     say(thread, "Do I like tea?", "Yes.")
     root = parse(thread.get_context_card(max_relevant_results=5))
-    [pref] = root.findall("relevant_information/preference")
-    assert pref.findtext("content") == "The user prefers tea."
-    assert pref.get("date") == client.get_memory(pref_id).timestamp.date().isoformat()
-    assert pref.get("role") is None and pref.find("timestamp") is None
+    [day] = [d for d in root.findall("relevant_information/on") if d.find("preference") is not None]
+    [pref] = day.findall("preference")
+    assert pref.text == "The user prefers tea."  # the date once per group, no role on a memory
+    assert day.get("date") == client.get_memory(pref_id).timestamp.date().isoformat()
+    assert pref.get("role") is None and pref.find("timestamp") is None and pref.get("date") is None
 
 
 def test_summary_update_frequency_and_running_summary(new_client: Callable[..., AgentMemory], llm: OpenAICompatibleLlm, brain: Brain) -> None:

@@ -358,12 +358,13 @@ def test_card_customization_returns_each_requested_type(make_memory: Callable[..
     root = ET.fromstring(prompt_context)
     info = root.find("relevant_information")
     assert info is not None
-    tags = [el.tag for el in info]
+    items = [el for day in info.findall("on") for el in day]
+    tags = [el.tag for el in items]
     assert tags.count("preference") >= 1 and tags.count("guideline") >= 1 and tags.count("message") >= 1
     assert len(tags) <= 6
     assert root.findtext("summary") == "User is planning dinner recommendations."
     assert [t.text for t in root.findall("topics/topic")] == ["pizza planning", "dinner"]
-    assert "User prefers vegetarian restaurants." in [el.findtext("content") for el in info.findall("preference")]
+    assert "User prefers vegetarian restaurants." in [el.text for el in items if el.tag == "preference"]
     messages = [m for m in card.relevant if m.record.record_type is RecordType.MESSAGE]
     assert all(m.record.thread_id == "context_card_customization_demo" for m in messages)
 

@@ -183,6 +183,13 @@ def offline_card_summary(
     return extractive_summary(rest, SUMMARY_TOKENS, counter) if rest else ""
 
 
+def topics_not_named(parts: CardParts) -> tuple[str, ...]:
+    """The topics that neither the summary nor a relevant result already names (as whole words,
+    ignoring case): a topic the card's text states carries nothing for the model."""
+    named = _normalised(" ".join([parts.summary, *(r.record.content for r in parts.relevant)]))
+    return tuple(t for t in parts.topics if not re.search(rf"(?<!\w){re.escape(_normalised(t))}(?!\w)", named))
+
+
 def _within_transcript(renderer: Any, parts: CardParts, transcript: int, counter: TokenCounter) -> CardParts:
     """``parts`` without the topics when the card is larger than the ``transcript`` it replaces:
     on a short thread they only restate it. The offline summary stays: it quotes only messages
@@ -369,6 +376,9 @@ def context_card_op(
         summary_text = offline_card_summary(derived[-int(fallback_message_count):], candidates, recent_msgs, counter)
     parts = CardParts(topics=tuple(topics[:8]), summary=summary_text, recent_messages=tuple(recent_msgs))
     parts = fit_card(renderer, parts, candidates, budget, soft, transcript, counter)
+    unnamed = topics_not_named(parts) if budget is not None or soft is not None else parts.topics
+    if unnamed != parts.topics:  # under a budget, what those topics held goes to more results
+        parts = fit_card(renderer, parts.model_copy(update={"topics": unnamed, "relevant": ()}), candidates, budget, soft, transcript, counter)
     if offline and transcript is not None:  # topics never make a short thread's card outgrow it
         parts = _within_transcript(renderer, parts, transcript, counter)
     content = renderer(parts)

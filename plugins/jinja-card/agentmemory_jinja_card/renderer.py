@@ -14,7 +14,9 @@ The card's guarantees hold whatever the template says:
 
 Variables: ``topics`` (list of str), ``summary`` (str), ``relevant`` and ``recent_messages``
 (lists of items with ``type``, ``content``, ``role`` (or None), ``status``, ``date``
-(``YYYY-MM-DD``), ``timestamp`` (ISO 8601), ``record_id``, ``score`` (relevant only)).
+(``YYYY-MM-DD``), ``timestamp`` (ISO 8601), ``record_id``, ``score`` (relevant only)), and
+``relevant_by_date``: the relevant items as a timeline, a list of ``{date, records}`` oldest first
+(``agentmemory.renderers.by_date``), which the default layout uses.
 """
 
 from __future__ import annotations
@@ -30,12 +32,13 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from agentmemory import InvalidArgument, Record, SearchResult
 from agentmemory.card_model import CardParts
+from agentmemory.renderers import by_date
 
 TEMPLATE_ENV = "AGENTMEMORY_CARD_TEMPLATE"
 
 DEFAULT_ITEM_TEMPLATE = (
     '<{{ type }} date="{{ date }}"{% if role %} role="{{ role }}"{% endif %}'
-    '{% if status != "valid" %} status="{{ status }}"{% endif %}><content>{{ content }}</content></{{ type }}>'
+    '{% if status != "valid" %} status="{{ status }}"{% endif %}>{{ content }}</{{ type }}>'
 )
 """One relevant record (also what token budgets count per result)."""
 
@@ -46,7 +49,9 @@ DEFAULT_TEMPLATE = """\
 {% if summary %}  <summary>{{ summary }}</summary>
 {% endif %}
 {% if relevant %}  <relevant_information>
-{% for r in relevant %}    {{ item(r) }}
+{% for day in relevant_by_date %}    <on date="{{ day.date }}">
+{% for r in day.records %}<{{ r.type }}{% if r.role %} role="{{ r.role }}"{% endif %}{% if r.status != "valid" %} status="{{ r.status }}"{% endif %}>{{ r.content }}</{{ r.type }}>
+{% endfor %}    </on>
 {% endfor %}  </relevant_information>
 {% endif %}
 {% if recent_messages %}  <recent_messages>
@@ -154,10 +159,15 @@ class TemplateCardRenderer:
     def __call__(self, parts: CardParts) -> str:
         if parts.is_empty():
             return ""
+        scores = {r.record.record_id: r.score for r in parts.relevant}
         return self._card.render(
             topics=list(parts.topics),
             summary=parts.summary,
             relevant=[_item_vars(r.record, r.score) for r in parts.relevant],
+            relevant_by_date=[
+                {"date": day, "records": [_item_vars(r, scores[r.record_id]) for r in records]}
+                for day, records in by_date([r.record for r in parts.relevant])
+            ],
             recent_messages=[_item_vars(m) for m in parts.recent_messages],
         ).strip()
 

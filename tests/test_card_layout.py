@@ -1,0 +1,76 @@
+"""How the card lays out what it found: relevant records as a timeline grouped by date (each date
+written once, so a budget holds more records), and topics that take budget only when the card's
+text does not already name them."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from datetime import datetime, timedelta, timezone
+
+from agentmemory import AgentMemory
+from agentmemory.card_model import CardParts
+from agentmemory.embedders import HashingEmbedder
+from agentmemory.operations.card import topics_not_named
+from agentmemory.records import Record, RecordStatus, RecordType, SearchResult
+from agentmemory.reference_store import InMemoryStore
+from agentmemory.renderers import MarkdownCardRenderer, XmlCardRenderer, by_date
+from agentmemory.tokens import EstimateCounter
+
+T0 = datetime(2024, 3, 1, 9, 0, tzinfo=timezone.utc)
+
+
+def rec(rid: str, content: str, at: datetime, record_type: RecordType = RecordType.MESSAGE, **fields: object) -> Record:
+    return Record(record_id=rid, record_type=record_type, content=content, timestamp=at, created_at=at, **fields)  # type: ignore[arg-type]
+
+
+def result(record: Record, score: float) -> SearchResult:
+    return SearchResult(record=record, distance=None, score=score, formatted_content="")
+
+
+def test_relevant_records_render_as_a_timeline_grouped_by_date() -> None:
+    late = rec("m2", "we moved to Lisbon", T0 + timedelta(days=3), role="user")
+    early = rec("m1", "I work at a <bakery> & café", T0, role="assistant")
+    fact = rec("f1", "The user lives in Lisbon.", T0 + timedelta(days=3, hours=1), RecordType.FACT, status=RecordStatus.INVALID)
+    parts = CardParts(relevant=(result(fact, 0.9), result(late, 0.8), result(early, 0.5)))
+    root = ET.fromstring(XmlCardRenderer()(parts))
+    days = root.findall("relevant_information/on")
+    assert [d.get("date") for d in days] == ["2024-03-01", "2024-03-04"]  # oldest first, each date once
+    assert [(el.tag, el.get("role"), el.text) for el in days[0]] == [("message", "assistant", "I work at a <bakery> & café")]
+    assert [(el.tag, el.get("role"), el.get("status")) for el in days[1]] == [("message", "user", None), ("fact", None, "invalid")]
+    md = MarkdownCardRenderer()(parts)
+    assert md.index("2024-03-01:") < md.index("bakery") < md.index("2024-03-04:") < md.index("moved to Lisbon") < md.index("lives in Lisbon")
+
+
+def test_by_date_keeps_the_order_of_records_at_the_same_instant() -> None:
+    a, b = rec("b", "second", T0), rec("a", "first", T0)
+    assert by_date([a, b]) == [("2024-03-01", [a, b])]
+
+
+def test_grouping_by_date_costs_less_markup_than_a_date_per_record() -> None:
+    records = [rec(f"m{i}", f"turn number {i} about the harbour", T0 + timedelta(minutes=i), role="user") for i in range(20)]
+    counter = EstimateCounter()
+    grouped = counter.count(XmlCardRenderer()(CardParts(relevant=tuple(result(r, 1.0) for r in records))))
+    one_each = counter.count("\n".join(XmlCardRenderer().item(r) for r in records))
+    assert grouped < one_each
+
+
+def test_topics_the_card_already_names_are_dropped_as_whole_words() -> None:
+    parts = CardParts(
+        topics=("harbour", "art", "Lisbon trip", "cats"),
+        summary="user: we planned the Lisbon trip",
+        relevant=(result(rec("m", "The harbour was full; I started painting.", T0), 1.0),),
+    )
+    assert topics_not_named(parts) == ("art", "cats")  # "art" is not the word inside "started"
+
+
+def test_under_a_budget_named_topics_give_their_tokens_to_results() -> None:
+    client = AgentMemory(store=InMemoryStore(), embedder=HashingEmbedder(64))
+    thread = client.create_thread(thread_id="t", user_id="u", extract_memories=False, enable_context_summary=False)
+    thread.add_messages([{"role": "user", "content": f"The harbour boat number {i} left at dawn with nets."} for i in range(30)])
+    thread.add_messages([{"role": "user", "content": "When did the harbour boats leave?"}])
+    free = thread.get_context_card()
+    budgeted = thread.get_context_card(token_budget=400)
+    assert "harbour boat" in free.topics  # without a budget the topics stay as they are
+    assert budgeted.relevant and "harbour boat" not in budgeted.topics  # every result names it
+    assert budgeted.tokens <= 400
+    client.close()
