@@ -74,3 +74,20 @@ def test_under_a_budget_named_topics_give_their_tokens_to_results() -> None:
     assert budgeted.relevant and "harbour boat" not in budgeted.topics  # every result names it
     assert budgeted.tokens <= 400
     client.close()
+
+
+def test_the_summary_leaves_out_a_message_that_a_result_quotes() -> None:
+    client = AgentMemory(store=InMemoryStore(), embedder=HashingEmbedder(64))
+    thread = client.create_thread(thread_id="t", user_id="u", extract_memories=False)
+    thread.add_messages([
+        {"role": "user", "content": "Order 7421 arrived damaged. I need a return."},
+        {"role": "assistant", "content": "I can start the return for order 7421."},
+        {"role": "user", "content": "Please hurry with order 7421."},
+    ])
+    client.add_memory("User reported (order 7421): Order 7421 arrived damaged. I need a return.", user_id="u", memory_type="fact")
+    card = thread.get_context_card(max_relevant_results=1)
+    assert [r.record.record_type for r in card.relevant] == [RecordType.FACT]
+    assert "arrived damaged" not in card.summary  # the fact shows it
+    assert "Please hurry" in card.summary
+    assert card.content.count("arrived damaged") == 1
+    client.close()

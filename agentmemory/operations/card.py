@@ -175,11 +175,12 @@ def offline_card_summary(
     messages: Sequence[Record], results: Sequence[SearchResult], recent: Sequence[Record], counter: TokenCounter,
 ) -> str:
     """The offline summary a card shows: salient sentences (``summarize.extractive_summary``) of
-    the messages it covers that neither a result nor the raw recent messages already show, so no
-    text appears twice in one card."""
+    the messages it covers that neither a result nor the raw recent messages already show (a
+    result that quotes a message, as an extracted fact may, shows it), so no text appears twice
+    in one card."""
     shown = {r.record.record_id for r in results} | {m.record_id for m in recent}
     shown_texts = {_normalised(r.record.content) for r in results}
-    rest = [m for m in messages if m.record_id not in shown and _normalised(m.content) not in shown_texts]
+    rest = [m for m in messages if m.record_id not in shown and not any(_normalised(m.content) in t for t in shown_texts)]
     return extractive_summary(rest, SUMMARY_TOKENS, counter) if rest else ""
 
 
