@@ -157,13 +157,20 @@ def _sessions(conv: Mapping[str, Any]) -> list[int]:
     return sorted(numbers)
 
 
+_EVIDENCE_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)", re.IGNORECASE)
+
+
 def _evidence_ids(raw: Any) -> list[str]:
-    """Evidence as a flat list of ids (some entries hold several, separated by ``;``)."""
+    """Evidence as a flat list of dialogue ids ``D<session>:<turn>``. Entries that hold several
+    ids (separated by ``;``, ``,`` or spaces) are split, and malformed ids are repaired
+    (``D30:05`` is ``D30:5``; ``d 3 : 4`` is ``D3:4``); text that holds no id is kept as written
+    (and counted as unknown evidence when no turn has it)."""
     items = raw if isinstance(raw, list) else [raw] if raw else []
     out: list[str] = []
     for item in items:
-        for part in str(item).split(";"):
-            part = part.strip()
+        text = str(item)
+        found = [f"D{int(a)}:{int(b)}" for a, b in _EVIDENCE_ID.findall(text)]
+        for part in found or [p.strip() for p in text.split(";")]:
             if part and part not in out:
                 out.append(part)
     return out

@@ -11,6 +11,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
 
+LINE_SECONDS = 30.0
+"""Longest silence of a plain-log progress line while work advances."""
+
 
 class Progress:
     """``with Progress("ingest duckdb", total) as bar: bar.advance(k)``."""
@@ -29,6 +32,7 @@ class Progress:
         self._task: TaskID | None = None
         self._last_quarter = -1
         self._last_done = -1
+        self._last_line = self.start
 
     def __enter__(self) -> Progress:
         if not Progress.enabled:
@@ -66,12 +70,15 @@ class Progress:
             self._line()
 
     def _line(self, *, force: bool = False) -> None:
-        """Plain logs: a line at the start, at each quarter and at the end."""
+        """Plain logs: a line at the start, at each quarter, at least every ``LINE_SECONDS`` while
+        work advances (a long step never looks stuck), and at the end."""
         quarter = min(self.done / self.total, 1.0) * 100 // 25
-        if self.done == self._last_done or not (force or quarter != self._last_quarter):
+        now = time.perf_counter()
+        due = force or quarter != self._last_quarter or now - self._last_line >= LINE_SECONDS
+        if self.done == self._last_done or not due:
             return
-        self._last_quarter, self._last_done = int(quarter), self.done
-        elapsed = time.perf_counter() - self.start
+        self._last_quarter, self._last_done, self._last_line = int(quarter), self.done, now
+        elapsed = now - self.start
         self.console.print(f"{self.label:<34} {self.done}/{self.total} {elapsed:6.1f}s", markup=False)
 
 

@@ -241,3 +241,16 @@ def test_cli_rejects_bad_locomo_arguments(tiny_file: Path) -> None:
         parse_args(["--dataset", f"locomo:{tiny_file}", "--locomo-method", "vector:strategy=hybrid"])
     args = parse_args(["--dataset", f"locomo:{tiny_file}", "--locomo-questions", "3"])
     assert args.locomo_questions == 3 and args.locomo_methods == ["last-N", "vector", "keyword", "hybrid", "default", "card", "card-counted"]
+
+
+@pytest.mark.parametrize(("raw", "ids"), [
+    (["D30:05"], ["D30:5"]),  # a zero-padded turn number
+    (["D1:3 D2:2"], ["D1:3", "D2:2"]),  # a space-separated list in one entry
+    (["D1:3,D2:2", "D1:3"], ["D1:3", "D2:2"]),  # comma-separated, duplicates once
+    (["d 4 : 7"], ["D4:7"]),
+    ("D2:1; D2:02", ["D2:1", "D2:2"]),  # a bare string
+    (["not an id"], ["not an id"]),  # kept as written: counted as unknown evidence
+    ([], []),
+])
+def test_malformed_evidence_ids_are_repaired(raw: object, ids: list[str]) -> None:
+    assert L._evidence_ids(raw) == ids

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
+import pytest
 from agentmemory_bench.measure import Latencies
 from agentmemory_bench.progress import Progress
 from agentmemory_bench.report import add_ratios
@@ -65,3 +66,15 @@ def test_progress_bar_writes_plain_lines_when_not_a_terminal() -> None:
     lines = stream.getvalue().splitlines()
     assert lines[0].startswith("ingest") and "0/8" in lines[0]
     assert "8/8" in lines[-1] and len(lines) <= 6
+
+
+def test_plain_progress_prints_a_line_when_a_slow_step_advances(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentmemory_bench import progress
+
+    clock = iter([0.0, 0.0, 1.0, 40.0, 41.0, 90.0, 90.0])
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: next(clock))
+    stream = io.StringIO()
+    with Progress("evaluate", 1000, stream=stream) as bar:
+        for _ in range(4):  # 4 of 1,000: no quarter reached, but 30 s passed twice
+            bar.advance()
+    assert [line.split()[1] for line in stream.getvalue().splitlines()] == ["0/1000", "2/1000", "4/1000"]
