@@ -89,7 +89,9 @@ ZERO_CODE_SUBSET = "scope or test_duplicate_ids or test_schema_policies_on_reope
 """Fast tests that build stores, reopen one at the same location, and run a client over it."""
 
 
-@pytest.mark.parametrize(("backend", "module"), [("duckdb", "agentmemory_duckdb.store"), ("hnswlib", "agentmemory_hnswlib.store")])
+@pytest.mark.parametrize(("backend", "module"), [
+    ("duckdb", "agentmemory_duckdb.store"), ("hnswlib", "agentmemory_hnswlib.store"), ("postgres", "agentmemory_postgres.store"),
+])
 def test_zero_code_run_places_every_built_in_backend_by_itself(pytester: pytest.Pytester, tmp_path: Path, backend: str, module: str) -> None:
     """``pytest --pyargs agentmemory_conformance --agentmemory-backend NAME`` needs no location:
     the plugin builds each test's store with ``Class.in_directory(<per-test directory>)``
