@@ -9,10 +9,13 @@ the SPI:
 - ``<P>RECORD``: every record type in one table (the SPI's record is uniform and ``seq`` is
   store-wide, so per-type tables would turn every listing into a UNION ALL), metadata as JSON
   *text* in a CLOB checked ``IS JSON`` (version 3; see ``METADATA_TYPE``), ``md_keys`` (hashed
-  filter facts, see ``mdfilter``: native ``JSON`` holding only strings), ``expires_at``, status;
+  filter facts, see ``mdfilter``: native ``JSON`` holding only strings), ``expires_at``, status,
+  and ``index_text`` (SPI 1.1, version 4: what keyword search indexes in place of the content;
+  NULL = the content);
 - ``<P>RECORD_CHUNK``: the searchable part, one chunk per record that has a vector, holding the
-  ``VECTOR(dim, FLOAT32)`` embedding, the text for Oracle Text (the record's analysed terms:
-  stemmed, stop words dropped, joined by spaces) and denormalised copies of type,
+  ``VECTOR(dim, FLOAT32)`` embedding, the text for Oracle Text (the analysed terms of the
+  record's ``indexed_text``, i.e. ``index_text`` when set, else the content: stemmed, stop words
+  dropped, joined by spaces) and denormalised copies of type,
   scope, seq, status, expiry and ``md_keys``, so both searches filter on this table alone (and the
   HNSW index can pre-/in-filter). Unlike the reference it has a foreign key with ON DELETE CASCADE,
   so no orphan-chunk job is needed;
@@ -33,14 +36,18 @@ from agentmemory.records import LinkType, RecordStatus, RecordType
 
 from .names import StoreNames
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The schema version this package creates and reads (2: analyzer language and fingerprint in
-the meta row, ``chunk_text`` holds analysed terms; 3: metadata stored as JSON text)."""
+the meta row, ``chunk_text`` holds analysed terms; 3: metadata stored as JSON text; 4: the
+record's ``index_text``, SPI 1.1)."""
 ANALYZER_COLUMNS = "analyzer_language VARCHAR2(64 CHAR), analyzer_fingerprint VARCHAR2(512 CHAR)"
 
 ID_TYPE = "VARCHAR2(256 CHAR)"
 """Record and link ids (the core allows 128 characters, plus 64 for its internal prefixes)."""
 SCOPE_TYPE = "VARCHAR2(128 CHAR)"
+INDEX_TEXT_TYPE = "CLOB"
+"""``Record.index_text`` (up to 1,000,000 characters, like the content); NULL = the content.
+Validation refuses an empty or blank ``index_text``, so Oracle's '' = NULL loses nothing."""
 METADATA_TYPE = "CLOB"
 """Record and link metadata: JSON text (``sql.metadata_text``), not native ``JSON``. python-oracledb
 encodes a Python float bound as ``DB_TYPE_JSON`` as an Oracle NUMBER (DPY-4003 for ``1e-300``;
@@ -138,6 +145,7 @@ def schema_steps(names: StoreNames, dimension: int, options: IndexOptions | None
             f"status VARCHAR2(16) DEFAULT 'valid' NOT NULL, "
             f"metadata {METADATA_TYPE} NOT NULL, "
             f"md_keys JSON NOT NULL, "
+            f"index_text {INDEX_TEXT_TYPE}, "
             f"CONSTRAINT {r}_PK PRIMARY KEY (record_id), "
             f"{metadata_check(r)}, "
             f"CONSTRAINT {r}_SEQ_UK UNIQUE (seq), "
@@ -250,11 +258,14 @@ def migrations(names: StoreNames) -> dict[int, list[str]]:
     1 → 2 adds the analyzer columns to the meta row; ``open_plan`` then finds no fingerprint
     there and re-analyses every ``chunk_text``. 2 → 3 turns the native ``JSON`` metadata of
     records and links into JSON text (``JSON_SERIALIZE``; the numbers a version-2 store holds
-    were already Oracle NUMBERs, and read back the same as before).
+    were already Oracle NUMBERs, and read back the same as before). 3 → 4 adds the record's
+    ``index_text`` column (SPI 1.1), NULL for every existing record: its indexed text is its
+    content, which is what its ``chunk_text`` already holds, so no chunk is rewritten.
     """
     return {
         1: [f"ALTER TABLE {names.meta} ADD ({ANALYZER_COLUMNS})"],
         2: [*_metadata_to_text(names.record), *_metadata_to_text(names.link)],
+        3: [f"ALTER TABLE {names.record} ADD (index_text {INDEX_TEXT_TYPE})"],
     }
 
 

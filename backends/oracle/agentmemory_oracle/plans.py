@@ -36,6 +36,9 @@ Plan = Generator[q.Statement, Any, T]
 ALREADY_EXISTS = {"ORA-00955", "ORA-01408", "ORA-02260", "ORA-02261"}
 """Codes meaning "the object (or an equivalent) is already there": a concurrent creator won."""
 DOES_NOT_EXIST = {"ORA-00942", "ORA-02289", "ORA-01418"}
+COLUMN_EXISTS = "ORA-01430"
+"""A migration's ``ALTER TABLE … ADD`` found the column there: an earlier open added it (DDL
+commits at once) but did not get to record the version, or a concurrent opener did."""
 
 
 # ---- reads ----------------------------------------------------------------------------------
@@ -206,12 +209,21 @@ def _patch_groups(patches: Sequence[RecordPatch]) -> list[tuple[tuple[tuple[str,
 
 
 def _patch_plan(names: StoreNames, patches: Sequence[RecordPatch], analyzer: Analyzer | None = None) -> Plan[None]:
+    """Patches in order, one array UPDATE per group of consecutive patches of one shape. A patch
+    touching ``content`` or ``index_text`` rewrites the chunk's ``chunk_text`` from the record's
+    new indexed text (``sql.patched_indexed_text``): one resetting ``index_text`` without new
+    content reads the content the record holds."""
     for (fields, vector_action), group in _patch_groups(patches):
         ids = [p.record_id for p in group]
+        rows: list[dict[str, Any]] = []
+        stored: dict[str, Any] = {}
         if fields:
             rows = [q.patch_row(p) for p in group]
             _check_counts((yield q.update_records(names, fields, rows)), ids, "record")
-            chunk_stmt = q.update_chunks(names, fields, rows, analyzer)
+            unknown = [row["record_id"] for row in rows if q.needs_stored_content(row)]
+            if unknown:  # index_text reset to NULL, content unchanged: indexed by that content
+                stored = {str(row[0]): row[1] for row in (yield q.select_contents(names, unknown))}
+            chunk_stmt = q.update_chunks(names, fields, rows, analyzer, stored)
             if chunk_stmt is not None:
                 yield chunk_stmt
         else:
@@ -222,16 +234,18 @@ def _patch_plan(names: StoreNames, patches: Sequence[RecordPatch], analyzer: Ana
         if vector_action == "drop":
             yield q.delete_chunks(names, ids)
         elif vector_action == "set":
-            contents: dict[str, Any]
-            if "content" in fields:
-                contents = {p.record_id: p.content for p in group}
-            else:  # a chunk created here needs the record's (unchanged) content, analysed
-                contents = {str(row[0]): row[1] for row in (yield q.select_contents(names, ids))}
-            rows = [
-                q.vector_row(p.record_id, np.asarray(p.vector), q.analysed_text(contents.get(p.record_id), analyzer))
+            texts: dict[str, Any]
+            if "index_text" in fields:  # content and/or index_text patched: the row tells
+                texts = {row["record_id"]: q.patched_indexed_text(row, stored) for row in rows}
+            else:  # a chunk created here needs the record's (unchanged) indexed text, analysed
+                texts = {
+                    str(row[0]): q.indexed_text(row[1], row[2]) for row in (yield q.select_contents(names, ids))
+                }
+            vector_rows = [
+                q.vector_row(p.record_id, np.asarray(p.vector), q.analysed_text(texts.get(p.record_id), analyzer))
                 for p in group
             ]
-            yield q.upsert_chunk_vectors(names, rows)
+            yield q.upsert_chunk_vectors(names, vector_rows)
     return None
 
 
@@ -377,7 +391,11 @@ def open_plan(
         except ValueError as exc:
             raise BackendUnavailable(f"memory store {names.store_id!r} cannot be upgraded: {exc}") from None
         for _, statement in plan:
-            yield q.Execute(statement)
+            try:
+                yield q.Execute(statement)
+            except BackendError as exc:
+                if ora_code_of(exc) != COLUMN_EXISTS or " ADD (" not in statement:
+                    raise
         yield q.Execute(
             ddl.update_meta_version(names),
             {"version": ddl.SCHEMA_VERSION, "now": q.to_db_time(now)},
@@ -427,8 +445,9 @@ def open_plan(
 
 
 def _analyzer_plan(names: StoreNames, result: OpenResult, language: str | None, now: datetime) -> Plan[None]:
-    """Re-analyse every ``chunk_text`` when the stored analyzer fingerprint is not the one in
-    force (a version-1 store has none), then record it. DML only, in the open's transaction."""
+    """Re-analyse every ``chunk_text`` (from each record's indexed text: ``index_text``, else
+    the content) when the stored analyzer fingerprint is not the one in force (a version-1 store
+    has none), then record it. DML only, in the open's transaction."""
     rows = yield q.Fetch(ddl.select_meta_analyzer(names))
     stored_language, stored_fingerprint = (rows[0][0], rows[0][1]) if rows else (None, None)
     analyzer = Analyzer.for_language(language or stored_language)
@@ -438,7 +457,11 @@ def _analyzer_plan(names: StoreNames, result: OpenResult, language: str | None, 
     chunks = yield q.select_chunk_contents(names)
     if chunks:
         yield q.update_chunk_texts(
-            names, [{"record_id": str(rid), "chunk_text": q.analysed_text(content, analyzer)} for rid, content in chunks]
+            names,
+            [
+                {"record_id": str(rid), "chunk_text": q.analysed_text(q.indexed_text(content, index_text), analyzer)}
+                for rid, content, index_text in chunks
+            ],
         )
     yield q.Execute(
         ddl.update_meta_analyzer(names),

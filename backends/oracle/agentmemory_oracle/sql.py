@@ -55,6 +55,7 @@ RECORD_COLUMNS = (
     "expires_at",
     "status",
     "metadata",
+    "index_text",
 )
 """Columns selected for a ``Record`` (``record_from_row`` reads them in this order)."""
 
@@ -76,10 +77,17 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 def analysed_text(content: str | None, analyzer: Analyzer | None = None) -> str:
-    """What ``chunk_text`` holds for ``content``: its analysed terms (``agentmemory.analysis``:
-    case-folded, stop words dropped, stemmed) joined by spaces, so Oracle Text indexes the same
-    terms as every other backend (its own stoplist is empty, see ``ddl``)."""
+    """What ``chunk_text`` holds for a record indexed by ``content`` (its ``indexed_text``, see
+    ``indexed_text``): its analysed terms (``agentmemory.analysis``: case-folded, stop words
+    dropped, stemmed) joined by spaces, so Oracle Text indexes the same terms as every other
+    backend (its own stoplist is empty, see ``ddl``)."""
     return " ".join((analyzer or Analyzer.for_language()).terms(content or ""))
+
+
+def indexed_text(content: str | None, index_text: str | None) -> str | None:
+    """``Record.indexed_text`` from the two stored columns: ``index_text`` when set, else the
+    content (SPI 1.1). What ``chunk_text`` is analysed from, on every write and re-analysis."""
+    return content if index_text is None else index_text
 
 
 # ---- statements --------------------------------------------------------------------------
@@ -196,7 +204,7 @@ def read_json_object(value: Any) -> dict[str, Any]:
 
 def record_from_row(row: Sequence[Any]) -> Record:
     """Build a ``Record`` from the first ``len(RECORD_COLUMNS)`` values of ``row``."""
-    (rid, seq, rtype, content, user_id, agent_id, thread_id, role, ts, created, expires, status, meta) = row[
+    (rid, seq, rtype, content, user_id, agent_id, thread_id, role, ts, created, expires, status, meta, index_text) = row[
         : len(RECORD_COLUMNS)
     ]
     return Record(
@@ -213,6 +221,7 @@ def record_from_row(row: Sequence[Any]) -> Record:
         expires_at=from_db_time(expires),
         status=RecordStatus(status),
         metadata=read_json_object(meta),
+        index_text=index_text,  # NULL = the content; never '' (validation refuses a blank one)
     )
 
 
@@ -498,6 +507,7 @@ _RECORD_INSERT_COLUMNS = (
     "status",
     "metadata",
     "md_keys",
+    "index_text",
 )
 _RECORD_TYPES: dict[str, BindType] = {
     "record_ts": "timestamp",
@@ -546,6 +556,7 @@ def record_row(record: Record, seq: int) -> dict[str, Any]:
         "status": RecordStatus(record.status).value,
         "metadata": metadata_text(metadata),
         "md_keys": mdfilter.md_keys_document(metadata),
+        "index_text": record.index_text,
     }
 
 
@@ -555,8 +566,8 @@ def insert_records(names: StoreNames, rows: list[dict[str, Any]]) -> ExecuteMany
 
 
 def chunk_row(record_row_: Mapping[str, Any], vector: np.ndarray, analyzer: Analyzer | None = None) -> dict[str, Any]:
-    """Bind row for the chunk of a new record: its vector, its analysed text and the
-    denormalised filter columns."""
+    """Bind row for the chunk of a new record: its vector, the analysed terms of its indexed
+    text (``index_text`` when set, else the content) and the denormalised filter columns."""
     return {
         "record_id": record_row_["record_id"],
         "record_type": record_row_["record_type"],
@@ -567,7 +578,7 @@ def chunk_row(record_row_: Mapping[str, Any], vector: np.ndarray, analyzer: Anal
         "status": record_row_["status"],
         "expires_at": record_row_["expires_at"],
         "md_keys": record_row_["md_keys"],
-        "chunk_text": analysed_text(record_row_["content"], analyzer),
+        "chunk_text": analysed_text(indexed_text(record_row_["content"], record_row_.get("index_text")), analyzer),
         "embedding": to_db_vector(vector),
     }
 
@@ -578,16 +589,21 @@ def insert_chunks(names: StoreNames, rows: list[dict[str, Any]]) -> ExecuteMany:
     return ExecuteMany(sql, rows, dict(_CHUNK_TYPES))
 
 
-PATCH_FIELDS = ("content", "metadata", "status", "timestamp", "expires_at")
+PATCH_FIELDS = ("content", "index_text", "metadata", "status", "timestamp", "expires_at")
 """``RecordPatch`` fields stored on the record row (the vector lives in the chunk table)."""
 
 
 def patch_shape(patch: RecordPatch) -> tuple[tuple[str, ...], str]:
     """Which fields ``patch`` sets, and what it does to the vector (``keep``/``drop``/``set``).
 
-    Consecutive patches of one shape share one array-DML statement.
+    A patch of ``content`` always sets ``index_text`` too (to NULL when the patch gives none:
+    the new content is what is indexed, SPI 1.1). Consecutive patches of one shape share one
+    array-DML statement.
     """
-    fields = tuple(f for f in PATCH_FIELDS if getattr(patch, f) is not UNSET)
+    resets_index = patch.content is not UNSET
+    fields = tuple(
+        f for f in PATCH_FIELDS if getattr(patch, f) is not UNSET or (f == "index_text" and resets_index)
+    )
     vector = "keep" if patch.vector is UNSET else ("drop" if patch.vector is None else "set")
     return fields, vector
 
@@ -597,6 +613,10 @@ def patch_row(patch: RecordPatch) -> dict[str, Any]:
     row: dict[str, Any] = {"record_id": patch.record_id}
     if isinstance(patch.content, str):
         row["content"] = patch.content
+    if isinstance(patch.index_text, str):
+        row["index_text"] = patch.index_text
+    elif patch.index_text is None or isinstance(patch.content, str):  # reset: the content is indexed
+        row["index_text"] = None
     if isinstance(patch.metadata, Mapping):
         metadata = dict(patch.metadata)
         row["metadata"] = metadata_text(metadata)
@@ -612,13 +632,15 @@ def patch_row(patch: RecordPatch) -> dict[str, Any]:
 
 _PATCH_RECORD_SETS = {
     "content": ("content",),
+    "index_text": ("index_text",),
     "metadata": ("metadata", "md_keys"),
     "status": ("status",),
     "timestamp": ("record_ts",),
     "expires_at": ("expires_at",),
 }
+_INDEX_FIELDS = ("content", "index_text")
+"""Patch fields that change a record's indexed text, hence its ``chunk_text``."""
 _PATCH_CHUNK_SETS = {
-    "content": (("chunk_text", "chunk_text"),),
     "metadata": (("md_keys", "md_keys"),),
     "status": (("status", "status"),),
     "expires_at": (("expires_at", "expires_at"),),
@@ -636,18 +658,45 @@ def update_records(names: StoreNames, fields: Sequence[str], rows: list[dict[str
     return ExecuteMany(f"UPDATE {names.record} SET {sets} WHERE record_id = :record_id", rows, types, rowcounts=True)
 
 
+def needs_stored_content(row: Mapping[str, Any]) -> bool:
+    """Whether the patch row ``row`` resets ``index_text`` without new content: the record is
+    then indexed by the content it already holds, which the plan reads (``select_contents``)."""
+    return "index_text" in row and row["index_text"] is None and "content" not in row
+
+
+def patched_indexed_text(row: Mapping[str, Any], stored_contents: Mapping[str, str | None] | None = None) -> str | None:
+    """The indexed text of a record after the patch row ``row`` (one setting ``index_text``):
+    its new ``index_text``, else its new content, else its stored content (``stored_contents``,
+    by record id; ``ValueError`` when it is not there)."""
+    if not needs_stored_content(row):
+        return indexed_text(row.get("content"), row.get("index_text"))
+    if stored_contents is None or row["record_id"] not in stored_contents:
+        raise ValueError(f"the stored content of {row['record_id']!r} is needed to reindex it")
+    return stored_contents[row["record_id"]]
+
+
 def update_chunks(
-    names: StoreNames, fields: Sequence[str], rows: list[dict[str, Any]], analyzer: Analyzer | None = None
+    names: StoreNames,
+    fields: Sequence[str],
+    rows: list[dict[str, Any]],
+    analyzer: Analyzer | None = None,
+    stored_contents: Mapping[str, str | None] | None = None,
 ) -> ExecuteMany | None:
-    """Array UPDATE keeping the chunk's denormalised copies (and analysed text) in step with
-    the record, or None when ``fields`` touch nothing the chunk copies."""
-    pairs = [p for f in fields for p in _PATCH_CHUNK_SETS.get(f, ())]
+    """Array UPDATE keeping the chunk's denormalised copies (and the analysed terms of the
+    record's indexed text: ``patched_indexed_text``, with ``stored_contents`` for the rows that
+    ``needs_stored_content``) in step with the record, or None when ``fields`` touch nothing the
+    chunk copies."""
+    reindex = any(f in _INDEX_FIELDS for f in fields)
+    pairs = [("chunk_text", "chunk_text")] if reindex else []
+    pairs += [p for f in fields for p in _PATCH_CHUNK_SETS.get(f, ())]
     if not pairs:
         return None
     sets = ", ".join(f"{col} = :{bind}" for col, bind in pairs)
     binds_used = {"record_id", *(b for _, b in pairs)}
-    if "content" in fields:
-        rows = [{**row, "chunk_text": analysed_text(row["content"], analyzer)} for row in rows]
+    if reindex:
+        rows = [
+            {**row, "chunk_text": analysed_text(patched_indexed_text(row, stored_contents), analyzer)} for row in rows
+        ]
     chunk_rows = [{k: v for k, v in row.items() if k in binds_used} for row in rows]
     types = {b: _RECORD_TYPES[b] for _, b in pairs if b in _RECORD_TYPES}
     return ExecuteMany(f"UPDATE {names.chunk} SET {sets} WHERE record_id = :record_id", chunk_rows, types)
@@ -656,7 +705,7 @@ def update_chunks(
 def upsert_chunk_vectors(names: StoreNames, rows: list[dict[str, Any]]) -> ExecuteMany:
     """Array MERGE setting each record's vector: updates its chunk or creates it from the
     (already patched) record row. Rows: ``record_id``, ``embedding``, ``chunk_text`` (the
-    record's analysed content, used when the chunk is created)."""
+    analysed terms of the record's indexed text, used when the chunk is created)."""
     cols = "record_id, record_type, seq, user_id, agent_id, thread_id, status, expires_at, md_keys"
     sql = (
         f"MERGE INTO {names.chunk} c "
@@ -671,21 +720,25 @@ def upsert_chunk_vectors(names: StoreNames, rows: list[dict[str, Any]]) -> Execu
 
 
 def vector_row(record_id: str, vector: np.ndarray, chunk_text: str = "") -> dict[str, Any]:
-    """Bind row for ``upsert_chunk_vectors`` (``chunk_text``: ``analysed_text`` of the content)."""
+    """Bind row for ``upsert_chunk_vectors`` (``chunk_text``: ``analysed_text`` of the record's
+    indexed text)."""
     return {"record_id": record_id, "embedding": to_db_vector(vector), "chunk_text": chunk_text}
 
 
 def select_contents(names: StoreNames, ids: Sequence[str]) -> Fetch:
-    """``(record_id, content)`` of the records ``ids`` that exist."""
+    """``(record_id, content, index_text)`` of the records ``ids`` that exist (their indexed
+    text is ``indexed_text(content, index_text)``)."""
     binds = Binds()
     where = in_list("r.record_id", ids, binds)
-    return binds.fetch(f"SELECT r.record_id, r.content FROM {names.record} r WHERE {where}")
+    return binds.fetch(f"SELECT r.record_id, r.content, r.index_text FROM {names.record} r WHERE {where}")
 
 
 def select_chunk_contents(names: StoreNames) -> Fetch:
-    """``(record_id, content)`` of every record with a chunk (to re-analyse ``chunk_text``)."""
+    """``(record_id, content, index_text)`` of every record with a chunk (to re-analyse
+    ``chunk_text`` from ``indexed_text(content, index_text)``)."""
     return Fetch(
-        f"SELECT c.record_id, r.content FROM {names.chunk} c JOIN {names.record} r ON r.record_id = c.record_id",
+        f"SELECT c.record_id, r.content, r.index_text FROM {names.chunk} c "
+        f"JOIN {names.record} r ON r.record_id = c.record_id",
         {},
     )
 

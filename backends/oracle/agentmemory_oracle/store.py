@@ -194,14 +194,17 @@ class OracleStore(MemoryStore):
 
     ``language`` is the keyword analyzer (``agentmemory.analysis``: a Snowball language, default
     ``english``, or ``none``): ``chunk_text`` holds the analysed terms and queries are analysed
-    alike. It is persisted in the meta row; opening with another one, or with code whose
-    analyzer fingerprint differs, re-analyses every chunk during ``open``."""
+    alike (from each record's ``indexed_text``: ``index_text`` when set, else the content). It
+    is persisted in the meta row; opening with another one, or with code whose analyzer
+    fingerprint differs, re-analyses every chunk during ``open``."""
 
     name = "oracle"
-    spec_version = "1.0"
-    """Not yet 1.1: ``Record.index_text`` is neither stored nor indexed here (keyword search
-    indexes the content; a record read back has ``index_text=None``). The conformance suite's
-    version check says so when it runs against a database."""
+    spec_version = "1.1"
+    """SPI 1.1: ``Record.index_text`` is stored (the record table's ``index_text`` CLOB, schema
+    version 4; NULL = the content) and returned by every read, and ``chunk_text`` holds the
+    analysed terms of the record's ``indexed_text``, so keyword search scores the index text in
+    place of the content. A content patch without ``index_text`` resets it to NULL; ``bulk_add``
+    (the SPI's default, through ``write``) carries the column."""
     min_recall_at_10 = 0.9
     """Approximate search (only above ``exact_search_threshold`` candidates) targets 95% accuracy."""
 

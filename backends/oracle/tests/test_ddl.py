@@ -142,7 +142,6 @@ def test_dictionary_lookups_bind_names() -> None:
 def test_metadata_migration_turns_native_json_into_text() -> None:
     """2 -> 3: each table's native JSON metadata becomes JSON text in a checked CLOB."""
     names = StoreNames.for_store("s")
-    assert ddl.SCHEMA_VERSION == 3
     for table in (names.record, names.link):
         steps = [sql for sql in ddl.migrations(names)[2] if f" {table} " in sql]
         assert steps == [
@@ -153,7 +152,21 @@ def test_metadata_migration_turns_native_json_into_text() -> None:
             f"ALTER TABLE {table} MODIFY (metadata NOT NULL)",
             f"ALTER TABLE {table} ADD CONSTRAINT {table}_MD_CK CHECK (metadata IS JSON)",
         ]
-    assert [v for v, _ in ddl.migration_plan(names, 1)] == [1] + [2] * 12
+    assert [v for v, _ in ddl.migration_plan(names, 1)] == [1] + [2] * 12 + [3]
+
+
+def test_index_text_column_and_its_migration() -> None:
+    """SPI 1.1 (schema 4): the record table has a nullable ``index_text`` CLOB beside the
+    content; 3 -> 4 adds it to an existing store (NULL = the content, so the chunks' analysed
+    terms stay right and nothing is rewritten)."""
+    names = StoreNames.for_store("s")
+    assert ddl.SCHEMA_VERSION == 4
+    record = {s.name: s for s in ddl.schema_steps(names, 8)}[names.record].sql
+    assert "content CLOB, " in record and "index_text CLOB, " in record
+    assert "index_text CLOB NOT NULL" not in record
+    assert ddl.migrations(names)[3] == [f"ALTER TABLE {names.record} ADD (index_text CLOB)"]
+    assert ddl.migration_plan(names, 3) == [(3, f"ALTER TABLE {names.record} ADD (index_text CLOB)")]
+    assert max(ddl.migrations(names)) == ddl.SCHEMA_VERSION - 1  # every version has its step
 
 
 def test_migration_plan() -> None:

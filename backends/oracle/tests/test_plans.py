@@ -129,13 +129,13 @@ def test_vector_only_patches(names: StoreNames, h: Any) -> None:
         plans.write_plan(names, batch),
         responder(
             h,
-            ("r.content FROM", lambda s: [(v, "The runners were running") for v in s.binds.values()]),
+            ("r.index_text FROM", lambda s: [(v, "The runners were running", None) for v in s.binds.values()]),
             ("r.record_id IN", lambda s: [(v,) for v in s.binds.values()]),
         ),
     )
     assert kinds(stmts) == [
         "SELECT T_STORE_RECORD",
-        "SELECT T_STORE_RECORD",  # the content, for a chunk the MERGE may create
+        "SELECT T_STORE_RECORD",  # the indexed text, for a chunk the MERGE may create
         "MERGE T_STORE_RECORD_CHUNK",
         "SELECT T_STORE_RECORD",
         "DELETE T_STORE_RECORD_CHUNK",
@@ -143,6 +143,37 @@ def test_vector_only_patches(names: StoreNames, h: Any) -> None:
     assert stmts[2].rows[0]["chunk_text"] == "runner run"  # analysed, not the raw content
     with pytest.raises(NotFound):
         h.run_plan(plans.write_plan(names, batch), responder(h, ("r.record_id IN", [])))
+
+
+def test_index_text_patches_reindex_the_chunk(names: StoreNames, h: Any) -> None:
+    """A content patch resets ``index_text`` (bound NULL) and indexes the new content; an
+    ``index_text`` patch indexes it; a reset alone reads the stored content after its UPDATE."""
+    batch = WriteBatch(patch=[
+        RecordPatch("a", content="Runners ran"),
+        RecordPatch("b", index_text="glaciers"),
+        RecordPatch("c", index_text=None),
+        RecordPatch("d", index_text="hiking", vector=h.vec(1)),
+    ])
+    _, stmts = h.run_plan(
+        plans.write_plan(names, batch),
+        responder(h, ("r.index_text FROM", lambda s: [(v, "Frozen lakes", None) for v in s.binds.values()])),
+    )
+    assert kinds(stmts) == [
+        "UPDATE T_STORE_RECORD",  # a: content + index_text
+        "UPDATE T_STORE_RECORD_CHUNK",
+        "UPDATE T_STORE_RECORD",  # b, c: index_text
+        "SELECT T_STORE_RECORD",  # c's stored content
+        "UPDATE T_STORE_RECORD_CHUNK",
+        "UPDATE T_STORE_RECORD",  # d: index_text, then the vector (no read: the patch tells)
+        "UPDATE T_STORE_RECORD_CHUNK",
+        "MERGE T_STORE_RECORD_CHUNK",
+    ]
+    assert stmts[0].rows == [{"record_id": "a", "content": "Runners ran", "index_text": None}]
+    assert [r["chunk_text"] for r in stmts[1].rows] == ["runner ran"]
+    assert [r["index_text"] for r in stmts[2].rows] == ["glaciers", None]
+    assert set(stmts[3].binds.values()) == {"c"}
+    assert [r["chunk_text"] for r in stmts[4].rows] == ["glacier", "frozen lake"]
+    assert stmts[7].rows[0]["chunk_text"] == "hike"
 
 
 def test_patch_with_fields_and_vector(names: StoreNames, h: Any) -> None:
@@ -212,12 +243,12 @@ def test_hostile_batch_never_reaches_sql_text(names: StoreNames, h: Any) -> None
         calls["n"] += 1  # the first lookup is the duplicate check of the adds: none exist yet
         return [] if calls["n"] == 1 else [(v,) for v in h.bind_values(stmt)]
 
-    def contents(stmt: q.Statement) -> list[tuple[str, str]]:
-        return [(v, hx[9]) for v in h.bind_values(stmt)]
+    def contents(stmt: q.Statement) -> list[tuple[str, str, None]]:
+        return [(v, hx[9], None) for v in h.bind_values(stmt)]
 
     _, stmts = h.run_plan(
         plans.write_plan(names, batch),
-        responder(h, ("NEXTVAL", [(1,), (2,)]), ("r.content FROM", contents), ("r.record_id IN", existing)),
+        responder(h, ("NEXTVAL", [(1,), (2,)]), ("r.index_text FROM", contents), ("r.record_id IN", existing)),
     )
     assert len(stmts) >= 10 and calls["n"] == 3
     h.assert_no_marker_in_sql(stmts)
@@ -496,9 +527,47 @@ def test_migrations_run_then_version_is_recorded(names: StoreNames, h: Any) -> N
     to_text = ddl.migrations(names)[2]  # 2 -> 3: metadata as JSON text
     assert texts[alter + 2 : alter + 2 + len(to_text)] == to_text
     after = alter + 2 + len(to_text)
+    assert texts[after] == f"ALTER TABLE {names.record} ADD (index_text CLOB)"  # 3 -> 4: index_text
+    after += 1
     assert texts[after].startswith(f"UPDATE {names.meta} SET schema_version = :version")
     update = stmts[after]
     assert isinstance(update, q.Execute) and update.binds["version"] == ddl.SCHEMA_VERSION
+
+
+def test_version_3_store_gets_index_text_and_a_repeated_add_is_tolerated(names: StoreNames, h: Any) -> None:
+    """3 -> 4 (SPI 1.1): one ADD of the record's ``index_text``, then the version row; the
+    chunks are not rewritten. An ADD whose column is already there (ORA-01430: an earlier open
+    added it but did not record the version, or a concurrent opener) is tolerated; other
+    failures are not."""
+    from agentmemory.analysis import Analyzer
+
+    stored = ("english", Analyzer.for_language("english").fingerprint)
+    add = f"ALTER TABLE {names.record} ADD (index_text CLOB)"
+    for answer in (0, ora("ORA-01430", "column being added already exists in table")):
+        result, stmts = _open(
+            names,
+            h,
+            SchemaPolicy.CREATE_IF_NECESSARY,
+            ("FROM user_objects", _objects(names)),
+            ("SELECT schema_version", [(3, 4)]),
+            ("SELECT analyzer_language", [stored]),
+            (add, answer),
+            ("FROM user_indexes", ALL_INDEXES),
+        )
+        texts = [s.sql for s in stmts]
+        assert [t for t in texts if t.startswith("ALTER")] == [add]
+        assert texts[texts.index(add) + 1].startswith(f"UPDATE {names.meta} SET schema_version")
+        assert stmts[texts.index(add) + 1].binds["version"] == 4 == result.schema_version
+        assert not any("chunk_text" in t for t in texts)
+    with pytest.raises(BackendError, match="ORA-01031"):
+        _open(
+            names,
+            h,
+            SchemaPolicy.CREATE_IF_NECESSARY,
+            ("FROM user_objects", _objects(names)),
+            ("SELECT schema_version", [(3, 4)]),
+            (add, ora("ORA-01031", "insufficient privileges")),
+        )
 
 
 def test_version_1_store_is_reanalysed_on_open(names: StoreNames, h: Any) -> None:
@@ -515,13 +584,17 @@ def test_version_1_store_is_reanalysed_on_open(names: StoreNames, h: Any) -> Non
         ("FROM user_objects", _objects(names)),
         ("SELECT schema_version", [(1, 4)]),
         ("SELECT analyzer_language", [(None, None)]),
-        ("SELECT c.record_id, r.content", [("a", "She runs daily"), ("b", None)]),
+        ("SELECT c.record_id, r.content", [("a", "She runs daily", None), ("b", None, None), ("c", "Yes, twice!", "hiking trips")]),
         ("FROM user_indexes", ALL_INDEXES),
     )
     texts = [s.sql for s in stmts]
     assert texts.index(ddl.migrations(names)[1][0]) < texts.index(ddl.select_meta_analyzer(names))
     (rewrite,) = [s for s in stmts if s.sql.startswith(f"UPDATE {names.chunk} SET chunk_text")]
-    assert rewrite.rows == [{"record_id": "a", "chunk_text": "run daili"}, {"record_id": "b", "chunk_text": ""}]
+    assert rewrite.rows == [
+        {"record_id": "a", "chunk_text": "run daili"},
+        {"record_id": "b", "chunk_text": ""},
+        {"record_id": "c", "chunk_text": "hike trip"},  # re-analysed from the index text, not the content
+    ]
     (record,) = [s for s in stmts if s.sql == ddl.update_meta_analyzer(names)]
     assert isinstance(record, q.Execute)
     assert record.binds["language"] == "english" and record.binds["fingerprint"] == english.fingerprint
@@ -536,7 +609,7 @@ def test_version_1_store_is_reanalysed_on_open(names: StoreNames, h: Any) -> Non
             ("FROM user_objects", _objects(names)),
             ("SELECT schema_version", [(ddl.SCHEMA_VERSION, 4)]),
             ("SELECT analyzer_language", [stored]),
-            ("SELECT c.record_id, r.content", [("a", "The Runs")]),
+            ("SELECT c.record_id, r.content", [("a", "The Runs", None)]),
             ("FROM user_indexes", ALL_INDEXES),
             language=language,
         )

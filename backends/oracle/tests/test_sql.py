@@ -327,13 +327,13 @@ def test_patch_statements_per_shape(names: StoreNames, h: Any) -> None:
         expires_at=None,
         vector=h.vec(1),
     )
-    assert q.patch_shape(full) == (("content", "metadata", "status", "timestamp", "expires_at"), "set")
+    assert q.patch_shape(full) == (("content", "index_text", "metadata", "status", "timestamp", "expires_at"), "set")
     row = q.patch_row(full)
     upd = q.update_records(names, q.patch_shape(full)[0], [row])
     h.check_binds(upd)
     h.assert_no_marker_in_sql([upd])
     assert upd.rowcounts and upd.sql == (
-        "UPDATE T_STORE_RECORD SET content = :content, metadata = :metadata, md_keys = :md_keys, "
+        "UPDATE T_STORE_RECORD SET content = :content, index_text = :index_text, metadata = :metadata, md_keys = :md_keys, "
         "status = :status, record_ts = :record_ts, expires_at = :expires_at WHERE record_id = :record_id"
     )
     chunk = q.update_chunks(names, q.patch_shape(full)[0], [row])
@@ -394,6 +394,7 @@ def test_record_from_row_round_trip(h: Any) -> None:
         None,
         row["status"],
         '{"a":[1,{"b":0.5}]}',  # the CLOB, fetched as text
+        None,  # index_text NULL: indexed by the content
         0.25,  # trailing distance column is ignored
     )
     back = q.record_from_row(fetched)
@@ -402,6 +403,68 @@ def test_record_from_row_round_trip(h: Any) -> None:
     assert q.read_json_object('{"x": 1}') == {"x": 1} and q.read_json_object(None) == {}
     with pytest.raises(ValueError):
         q.read_json_object("[1]")
+
+
+def test_index_text_columns_rows_and_chunk_text(names: StoreNames, h: Any) -> None:
+    """SPI 1.1: ``index_text`` is selected, inserted and patched like the content; the chunk's
+    terms come from ``indexed_text`` (the index text when set, else the content)."""
+    assert q.RECORD_COLUMNS[-1] == "index_text"
+    assert ", r.index_text FROM T_STORE_RECORD r" in q.select_records(names, RecordFilter()).sql
+    assert "r.index_text, h.score FROM" in q.keyword_search(names, RecordFilter(), "{a}", 3).sql
+    assert "r.index_text, h.distance FROM" in q.vector_search(names, RecordFilter(), h.vec(1), 3).sql
+    record = h.rec("r", content="Yes, twice!").model_copy(update={"index_text": h.HOSTILE[1] + " hiking"})
+    row = q.record_row(record, 3)
+    assert row["index_text"] == record.index_text and row["content"] == "Yes, twice!"
+    ins = q.insert_records(names, [row, q.record_row(h.rec("s"), 4)])
+    h.check_binds(ins)
+    h.assert_no_marker_in_sql([ins])
+    assert ", md_keys, index_text) VALUES (" in ins.sql and ins.rows[1]["index_text"] is None
+    assert "index_text" not in ins.types  # a plain string (CLOB) bind; None binds NULL
+    chunk = q.chunk_row(row, h.vec(1))
+    assert chunk["chunk_text"] == q.analysed_text(record.index_text) and "twice" not in chunk["chunk_text"]
+    assert "hike" in chunk["chunk_text"].split()
+    assert q.chunk_row(q.record_row(h.rec("s", content="Runners"), 4), h.vec(1))["chunk_text"] == "runner"
+    assert q.indexed_text("c", None) == "c" and q.indexed_text("c", "i") == "i"
+
+    fetched = tuple(row[c] for c in q.RECORD_COLUMNS)
+    back = q.record_from_row(fetched)
+    assert back.index_text == record.index_text and back.indexed_text == record.index_text
+    assert q.record_from_row((*fetched[:-1], None)).index_text is None
+
+    assert q.select_contents(names, ["a"]).sql.startswith("SELECT r.record_id, r.content, r.index_text FROM")
+    assert q.select_chunk_contents(names).sql.startswith("SELECT c.record_id, r.content, r.index_text FROM")
+
+
+def test_patches_of_index_text(names: StoreNames, h: Any) -> None:
+    content = RecordPatch("r", content="Only to the river.")
+    assert q.patch_shape(content) == (("content", "index_text"), "keep")
+    assert q.patch_row(content) == {"record_id": "r", "content": "Only to the river.", "index_text": None}
+    both = RecordPatch("r", content="Yes.", index_text="hiked to the lake")
+    assert q.patch_shape(both) == q.patch_shape(content)  # one array DML for both
+    assert q.patch_row(both)["index_text"] == "hiked to the lake"
+    only = RecordPatch("r", index_text="the glacier")
+    assert q.patch_shape(only) == (("index_text",), "keep") and q.patch_row(only) == {"record_id": "r", "index_text": "the glacier"}
+    reset = RecordPatch("r", index_text=None)
+    assert q.patch_shape(reset) == (("index_text",), "keep") and q.patch_row(reset) == {"record_id": "r", "index_text": None}
+    assert "index_text" not in q.patch_row(RecordPatch("r", status=RecordStatus.INVALID))
+
+    upd = q.update_records(names, ("index_text",), [q.patch_row(only), q.patch_row(reset)])
+    h.check_binds(upd)
+    assert upd.sql == "UPDATE T_STORE_RECORD SET index_text = :index_text WHERE record_id = :record_id"
+    rows = [q.patch_row(content), q.patch_row(both)]
+    chunk = q.update_chunks(names, ("content", "index_text"), rows)
+    assert chunk is not None
+    h.check_binds(chunk)
+    assert chunk.sql == "UPDATE T_STORE_RECORD_CHUNK SET chunk_text = :chunk_text WHERE record_id = :record_id"
+    assert [r["chunk_text"] for r in chunk.rows] == ["river", "hike lake"]  # content; else the index text
+    # a reset without new content is indexed by the stored content, which the plan reads
+    assert q.needs_stored_content(q.patch_row(reset)) and not q.needs_stored_content(q.patch_row(only))
+    assert not q.needs_stored_content(q.patch_row(content))
+    with pytest.raises(ValueError, match="stored content"):
+        q.update_chunks(names, ("index_text",), [q.patch_row(reset)])
+    chunk = q.update_chunks(names, ("index_text",), [q.patch_row(only), q.patch_row(reset)], None, {"r": "Frozen lakes"})
+    assert chunk is not None and [r["chunk_text"] for r in chunk.rows] == ["glacier", "frozen lake"]
+    h.check_binds(chunk)
 
 
 def test_time_conversion() -> None:

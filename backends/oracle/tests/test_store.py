@@ -200,6 +200,145 @@ def test_single_connection_mode(h: Any) -> None:
     assert server.commits == 2
 
 
+# ---- SPI 1.1: index_text ---------------------------------------------------------------------------------
+def _sent(server: Any, fragment: str) -> list[list[dict[str, Any]]]:
+    """The bind rows of every array DML whose SQL contains ``fragment``, in order."""
+    return [list(rows) for kind, sql, rows in server.log if kind == "executemany" and fragment in sql]
+
+
+def test_declares_spi_1_1(store: OracleStore) -> None:
+    from agentmemory.spi import SPEC_VERSION
+
+    assert OracleStore.spec_version == SPEC_VERSION == "1.1"
+
+
+def test_index_text_is_written_and_chunks_index_it(store: OracleStore, server: Any, h: Any) -> None:
+    """``write`` and ``bulk_add`` store ``index_text`` beside the content, and ``chunk_text``
+    holds the analysed terms of the index text (not of the content) when it is set."""
+    from agentmemory_oracle import sql as q
+
+    from agentmemory.bulk import RecordColumns
+
+    hiked = h.rec("m1", content="Yes, twice!").model_copy(update={"index_text": "user: did you hike to the lake?"})
+    store.write(WriteBatch(add=[NewRecord(hiked, h.vec(1)), NewRecord(h.rec("m2", content="The lake froze."), h.vec(0, 1))]))
+    [records] = _sent(server, "INSERT INTO T_STORE_RECORD (")
+    assert [(r["content"], r["index_text"]) for r in records] == [
+        ("Yes, twice!", "user: did you hike to the lake?"),
+        ("The lake froze.", None),
+    ]
+    [chunks] = _sent(server, "INSERT INTO T_STORE_RECORD_CHUNK (")
+    assert [c["chunk_text"] for c in chunks] == ["user hike lake", "lake froze"]
+    assert "twice" not in chunks[0]["chunk_text"]
+    assert chunks[0]["chunk_text"] == q.analysed_text(hiked.indexed_text)
+
+    server.log.clear()
+    store.bulk_add(RecordColumns(
+        record_id=["b1", "b2"], content=["Pottery class.", "Sunday."], record_type="memory", timestamp=h.T0,
+        index_text=["7 May: pottery class on Sunday", None], vectors=np.stack([h.vec(1), h.vec(0, 1)]),
+    ))
+    [records] = _sent(server, "INSERT INTO T_STORE_RECORD (")
+    assert [r["index_text"] for r in records] == ["7 May: pottery class on Sunday", None]
+    [chunks] = _sent(server, "INSERT INTO T_STORE_RECORD_CHUNK (")
+    assert [c["chunk_text"] for c in chunks] == ["7 may potteri class sunday", "sunday"]
+
+
+def test_index_text_is_read_back_by_every_read(store: OracleStore, server: Any, h: Any) -> None:
+    from agentmemory_oracle import sql as q
+
+    def with_index(rid: str, index: str | None, *extra: Any) -> tuple[Any, ...]:
+        row = _row(h, rid, *extra)
+        at = q.RECORD_COLUMNS.index("index_text")
+        return (*row[:at], index, *row[at + 1 :])
+
+    server.rules.extend(
+        [
+            ("ORDER BY r.seq", [with_index("a", "what is indexed"), with_index("b", None)]),
+            ("SELECT COUNT(*) FROM (SELECT 1", [(2,)]),
+            ("VECTOR_DISTANCE", [with_index("a", "what is indexed", 0.25)]),
+            ("CONTAINS", [with_index("a", "what is indexed", 55)]),
+        ]
+    )
+    got = store.query(RecordFilter())
+    assert [(r.record_id, r.index_text) for r in got] == [("a", "what is indexed"), ("b", None)]
+    assert got[0].indexed_text == "what is indexed" and got[1].indexed_text == got[1].content
+    [hit] = store.vector_search(h.vec(1), RecordFilter(), 3)
+    assert hit.record.index_text == "what is indexed"
+    [kw] = store.keyword_search("indexed", RecordFilter(), 3)
+    assert kw.record.index_text == "what is indexed" and kw.record.content == "content of a"
+    assert all("r.index_text" in sql for _, sql, _ in server.log if "ORDER BY r.seq" in sql or "CONTAINS" in sql)
+
+
+def test_patches_set_or_reset_index_text_and_reindex(store: OracleStore, server: Any, h: Any) -> None:
+    """A content patch without ``index_text`` stores NULL and indexes the new content; an
+    ``index_text`` patch indexes it; resetting it alone indexes the content the record holds."""
+    server.rules.append(("r.index_text FROM T_STORE_RECORD r", [("m3", "The lake was frozen.", None)]))
+    store.write(WriteBatch(patch=[
+        RecordPatch("m1", content="Only to the river."),
+        RecordPatch("m2", index_text="the glacier froze over"),
+        RecordPatch("m3", index_text=None),
+    ]))
+    updates = _sent(server, "UPDATE T_STORE_RECORD SET")
+    assert [(r.get("content"), r["index_text"]) for rows in updates for r in rows] == [
+        ("Only to the river.", None),
+        (None, "the glacier froze over"),
+        (None, None),
+    ]
+    sets = [sql for kind, sql, _ in server.log if sql.startswith("UPDATE T_STORE_RECORD SET")]
+    assert sets[0].startswith("UPDATE T_STORE_RECORD SET content = :content, index_text = :index_text ")
+    assert sets[1].startswith("UPDATE T_STORE_RECORD SET index_text = :index_text ")
+    chunk_texts = [r["chunk_text"] for rows in _sent(server, "UPDATE T_STORE_RECORD_CHUNK SET") for r in rows]
+    assert chunk_texts == ["river", "glacier froze", "lake frozen"]
+    # only the reset without new content read the stored content, after its UPDATE
+    reads = [i for i, (_, sql, _) in enumerate(server.log) if "r.index_text FROM T_STORE_RECORD r" in sql]
+    assert len(reads) == 1
+    assert server.log[reads[0] - 1][1].startswith("UPDATE T_STORE_RECORD SET index_text")
+
+
+def test_vector_patch_creates_its_chunk_from_the_index_text(store: OracleStore, server: Any, h: Any) -> None:
+    server.rules.extend([
+        ("r.index_text FROM T_STORE_RECORD r", [("a", "Yes, twice!", "did you hike?")]),
+        ("SELECT r.record_id FROM T_STORE_RECORD r", [("a",)]),
+    ])
+    store.write(WriteBatch(patch=[RecordPatch("a", vector=h.vec(1))]))
+    [merge] = _sent(server, "MERGE INTO T_STORE_RECORD_CHUNK")
+    assert merge[0]["chunk_text"] == "hike"
+    server.log.clear()
+    store.write(WriteBatch(patch=[RecordPatch("a", content="Yes.", index_text="hiked twice", vector=h.vec(1))]))
+    [merge] = _sent(server, "MERGE INTO T_STORE_RECORD_CHUNK")
+    assert merge[0]["chunk_text"] == "hike twice"
+    assert not any("r.index_text FROM T_STORE_RECORD r" in sql for _, sql, _ in server.log)  # the patch told
+
+
+def test_version_3_store_is_migrated_on_open(h: Any) -> None:
+    """A schema-3 store (no ``index_text``) gets the column under ``create_if_necessary`` and
+    its version row says 4; its chunks are left alone (NULL index text = the content they
+    already index). ``require_existing`` refuses it, naming the upgrade."""
+    from agentmemory.analysis import Analyzer
+
+    english = Analyzer.for_language("english")
+    rules = (
+        ("SELECT schema_version", [(3, 4)]),
+        ("SELECT analyzer_language", [("english", english.fingerprint)]),
+    )
+    server = h.Server(*rules)
+    store = OracleStore(pool=h.FakePool(server), memory_store_id="t_store")
+    store.open(dimension=4)
+    sent = [sql for _, sql, _ in server.log]
+    alter = sent.index("ALTER TABLE T_STORE_RECORD ADD (index_text CLOB)")
+    bump = next(i for i, sql in enumerate(sent) if sql.startswith("UPDATE T_STORE_STORE_META SET schema_version"))
+    assert alter < bump and server.log[bump][2]["version"] == 4 == store.info().extra["schema_version"]
+    assert [sql for sql in sent if sql.startswith("ALTER")] == [sent[alter]]  # only the 3 -> 4 step
+    assert not any("chunk_text = :chunk_text" in sql for sql in sent)  # no chunk rewritten
+    assert server.commits == 1
+
+    refused = h.Server(*rules)
+    with pytest.raises(BackendUnavailable, match="schema version 3 and needs an upgrade to 4"):
+        OracleStore(pool=h.FakePool(refused), memory_store_id="t_store").open(
+            dimension=4, schema_policy=SchemaPolicy.REQUIRE_EXISTING
+        )
+    assert not any(sql.startswith("ALTER") for _, sql, _ in refused.log)
+
+
 # ---- async -------------------------------------------------------------------------------------------------
 def test_native_async_path(h: Any) -> None:
     server = h.Server(("ORDER BY r.seq", [_row(h, "a")]))

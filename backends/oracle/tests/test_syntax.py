@@ -79,6 +79,10 @@ def _statements() -> list[tuple[str, str]]:
         ]
     update_chunks = q.update_chunks(N, fields, [q.patch_row(patch)])
     assert update_chunks is not None
+    index_patch = RecordPatch("r", index_text="i")
+    index_fields = q.patch_shape(index_patch)[0]
+    update_index_chunks = q.update_chunks(N, index_fields, [q.patch_row(index_patch)])
+    assert update_index_chunks is not None
     out += [
         ("existing", q.select_existing_ids(N, ["a", "b", "c"]).sql),
         ("links", q.select_links(N, ["a"], ["l"]).sql),
@@ -89,6 +93,8 @@ def _statements() -> list[tuple[str, str]]:
         ("insert_chunks", q.insert_chunks(N, [q.chunk_row(row, V)]).sql),
         ("update_records", q.update_records(N, fields, [q.patch_row(patch)]).sql),
         ("update_chunks", update_chunks.sql),
+        ("update_records_index_text", q.update_records(N, index_fields, [q.patch_row(index_patch)]).sql),
+        ("update_chunks_index_text", update_index_chunks.sql),
         ("merge_vectors", q.upsert_chunk_vectors(N, [q.vector_row("r", V)]).sql),
         ("delete_records", q.delete_records(N, ["r"]).sql),
         ("delete_links", q.delete_links(N, ["l"]).sql),
