@@ -57,3 +57,9 @@ def make_pg_store(pg_dsn: str) -> Iterator[Any]:
 @pytest.fixture
 def store_dir(tmp_path: Path) -> Path:
     return tmp_path / "store"
+
+
+@pytest.fixture(scope="session")
+def pg_engine() -> str:
+    """``test_engine()`` as a fixture (test modules cannot import ``conftest``)."""
+    return test_engine()
