@@ -35,8 +35,17 @@ RAW_ENGINE_OF = {"duckdb": "duckdb", "hnswlib": "hnswlib", "memory": "numpy"}
 
 
 def installed_backends() -> list[str]:
-    """Backend names registered through the plugin manager (entry points included)."""
-    return get_plugin_manager().names("backends")
+    """Backend names registered through the plugin manager (entry points included), each store
+    class once: a second name for the same class (``postgresql`` beside ``postgres``) is an alias."""
+    pm = get_plugin_manager()
+    seen: set[str] = set()
+    names = []
+    for name in pm.names("backends"):
+        target = repr(pm.get("backends", name).target)  # a dotted path, or the registered object
+        if target not in seen:
+            seen.add(target)
+            names.append(name)
+    return names
 
 
 def backend_uri(name: str, workdir: Path) -> str:
