@@ -632,6 +632,42 @@ class DescWindowDuckStore(DuckDBStore):
 
 
 # ---- valid variants: the suite must pass on these ------------------------------------------
+class KeywordIgnoresIndexTextStore(InMemoryStore):
+    """SPI 1.1 done halfway: ``index_text`` is stored and returned, but the keyword index still
+    analyses ``content`` (the 1.0 code path left in place)."""
+
+    name = "mutant-keyword-content"
+
+    def _keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
+        with self._lock:
+            records, vectors = dict(self._records), dict(self._vectors)
+        shadow = InMemoryStore()
+        shadow.analyzer = self.analyzer
+        shadow._records = {rid: r.model_copy(update={"index_text": None}) for rid, r in records.items()}
+        shadow._vectors = vectors
+        return [Hit(record=records[h.record.record_id], score=h.score) for h in InMemoryStore._keyword_search(shadow, text, filter, k)]
+
+
+class StaleIndexTextPatchStore(InMemoryStore):
+    """A content patch leaves the stored ``index_text`` as it was (the UPDATE sets ``content``
+    only), so the record stays indexed by words it no longer holds."""
+
+    name = "mutant-stale-index-text"
+
+    def _write(self, batch: WriteBatch) -> list[Record]:
+        from dataclasses import replace
+
+        with self._lock:
+            stored = {rid: r.index_text for rid, r in self._records.items()}
+        patches = [
+            replace(p, index_text=stored[p.record_id])
+            if p.content is not UNSET and p.index_text is UNSET and p.record_id in stored
+            else p
+            for p in batch.patch
+        ]
+        return super()._write(replace(batch, patch=patches))
+
+
 class ApproximateButExactStore(InMemoryStore):
     """Declares ``APPROXIMATE_SEARCH`` with a 0.9 floor and is in fact exact (valid)."""
 
@@ -704,12 +740,15 @@ SECOND_SET = {
     )
 }
 """The second, independent set: twenty bugs of kinds unlike the first set's."""
+INDEX_TEXT_SET = {cls.__name__: cls for cls in (KeywordIgnoresIndexTextStore, StaleIndexTextPatchStore)}
+"""SPI 1.1 bugs: ``index_text`` stored but not what keyword search scores, or left stale by a
+content patch (``IndexTextTests`` must catch both)."""
 
 
 def make(name: str, path: Any, *, duckdb_file: bool = True) -> Any:
     """A fresh instance of the store class ``name``: DuckDB ones in a file under ``path``, or
     with ``duckdb_file=False`` in memory (faster; the suite then skips its persistence tests)."""
-    cls = {**MUTANTS, **VARIANTS, **SECOND_SET}[name]
+    cls = {**MUTANTS, **VARIANTS, **SECOND_SET, **INDEX_TEXT_SET}[name]
     if issubclass(cls, DuckDBStore):
         return cls(path / "memory.duckdb" if duckdb_file else ":memory:")
     return cls()

@@ -56,6 +56,17 @@ reference store and of DuckDB, bugs of other kinds than the first set's) that th
 with an example test, i.e. on every run. ``conformance_tests/mutation/buggy_backends.py``
 reports the whole set (caught, caught only by the state machine, missed)."""
 
+INDEX_TEXT_CAUGHT = {
+    "KeywordIgnoresIndexTextStore": {
+        "test_keyword_search_scores_the_index_text",
+        "test_patches_reindex",
+        "test_bulk_add_takes_an_index_text_column",
+    },
+    "StaleIndexTextPatchStore": {"test_patches_reindex"},
+}
+"""SPI 1.1 mutants (``mutant_stores.INDEX_TEXT_SET``) and the ``IndexTextTests`` each must fail
+(at least these; every failure must be one of ``IndexTextTests``)."""
+
 TEST_FILE = """
 from agentmemory_conformance import BackendConformance
 from {module} import {cls}
@@ -112,6 +123,33 @@ def test_suite_fails_on_second_set(pytester: pytest.Pytester, mutant: str) -> No
     caught_by = [m.group(1) for line in result.outlines if (m := re.match(r"FAILED \S+::(\S+)", line))]
     assert not any(t.startswith("test_state_machine_against_reference") for t in caught_by), caught_by
     print(f"{mutant} caught by {caught_by}")
+
+
+@pytest.mark.parametrize("mutant", sorted(INDEX_TEXT_CAUGHT))
+def test_index_text_tests_fail_on_index_text_mutants(pytester: pytest.Pytester, mutant: str) -> None:
+    """``IndexTextTests`` alone (``-k`` on its test names) catch each SPI 1.1 bug: the named tests
+    fail and nothing but ``IndexTextTests`` does; the rest of the class passes."""
+    from agentmemory_conformance.suite.spi_index_text import IndexTextTests
+
+    tests = sorted(n for n in vars(IndexTextTests) if n.startswith("test_"))
+    result = run_named(pytester, mutant, "-k", " or ".join(tests))
+    outcomes = result.parseoutcomes()
+    failed = {m.group(1) for line in result.outlines if (m := re.match(r"FAILED \S+::(\w+)", line))}
+    tail = "\n".join(result.outlines[-30:])
+    assert outcomes.get("failed", 0) >= 1, f"IndexTextTests did not catch {mutant}:\n{tail}"
+    assert INDEX_TEXT_CAUGHT[mutant] <= failed <= set(tests), f"{mutant}: {sorted(failed)}\n{tail}"
+    assert outcomes.get("passed", 0) >= 1, tail  # the same run passes the tests the bug does not touch
+    print(f"{mutant} caught by {sorted(failed)}")
+
+
+def test_index_text_tests_pass_on_the_reference(pytester: pytest.Pytester) -> None:
+    """The same ``-k`` selection on the unbroken reference store passes (and is not empty)."""
+    from agentmemory_conformance.suite.spi_index_text import IndexTextTests
+
+    tests = sorted(n for n in vars(IndexTextTests) if n.startswith("test_"))
+    result = run_suite(pytester, "agentmemory.reference_store", "InMemoryStore", "-k", " or ".join(tests))
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) == 0 and outcomes.get("passed", 0) >= len(tests) - 1, result.outlines[-20:]
 
 
 @pytest.mark.parametrize("variant", ["ApproximateButExactStore", "MinimalStore"])
