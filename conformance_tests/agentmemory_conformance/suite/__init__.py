@@ -22,6 +22,7 @@ from .hostile import HostileInputTests
 from .indexed import IndexTierTests
 from .model_based import ModelBasedTests
 from .resilience import ConcurrencyTests, FaultTests
+from .spi_blind_spots import BlindSpotTests
 from .spi_bulk import BulkAddTests
 from .spi_exact import ExactValueTests
 from .spi_index_text import IndexTextTests
@@ -36,6 +37,7 @@ class BackendConformance(
     # the model-based run last (after the index tier, which fills stores past index thresholds).
     ModelBasedTests,
     IndexTierTests,
+    BlindSpotTests,
     ConcurrencyTests,
     FaultTests,
     HostileInputTests,
