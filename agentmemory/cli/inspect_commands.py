@@ -12,21 +12,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Group, RenderableType
-from rich.table import Table
-from rich.text import Text
 
-from ..client import AgentMemory
 from ..errors import InvalidArgument, NotFound
-from ..operations.lookup import user_metadata
-from ..records import MEMORY_TYPES, MESSAGE_TYPES, Record, RecordStatus, RecordType
-from ..spi import Order, RecordFilter
-from ..validation import validate_memory_type, validate_positive_int, validate_status
 from .application import app
 from .inspect_options import (
+    TIME_WIDTH,
     AgentFilter,
     MetadataFilterOption,
     ThreadFilter,
@@ -45,12 +38,21 @@ from .options import (
     JsonOption,
     OutputFormat,
     StoreOption,
+    WideOption,
     cli_errors,
     emit_rows,
     note,
     open_memory,
     output_format,
 )
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+    from rich.text import Text
+
+    from ..client import AgentMemory
+    from ..records import Record, RecordStatus, RecordType
+    from .tables import IdTable
 
 DEFAULT_LIMIT = 100
 
@@ -66,6 +68,8 @@ def _scope(**ids: str | None) -> dict[str, Any]:
 
 def _status(value: str | None) -> RecordStatus | None:
     """``--status`` (any case) as a ``RecordStatus``."""
+    from ..validation import validate_status
+
     return None if value is None else validate_status("--status", value.lower())
 
 
@@ -81,23 +85,31 @@ def _more_hint(shown: int, limit: int, offset: int) -> None:
 SCOPES = ("user_id", "agent_id", "thread_id")
 
 
-def _record_table(title: str, rows: Sequence[Record]) -> Table:
-    """Records as a table: type, status, the scope columns that differ between rows (one shared
-    value goes into the title), time, and content with its id."""
+def _record_table(title: str, rows: Sequence[Record]) -> IdTable:
+    """Records as a table: type, status, time, and content with its id below it, then the scope
+    ids that differ between rows (one shared value goes into the title). Ids share one column,
+    a line each, so they stay whole at any terminal width the other columns can give way to."""
+    from ..operations.lookup import user_metadata
+    from .inspect_options import id_lines
+    from .tables import IdTable, longest
+
     shared = {k: getattr(rows[0], k) for k in SCOPES if len({getattr(r, k) for r in rows}) == 1} if rows else {}
     varying = [k for k in SCOPES if k not in shared]
     label = " · ".join(f"{k.removesuffix('_id')} {v}" for k, v in shared.items() if v is not None)
-    table = Table(title=f"{title} · {label}" if label else title, caption=f"{len(rows)} shown", show_lines=True)
+    table = IdTable(title=f"{title} · {label}" if label else title, caption=f"{len(rows)} shown", show_lines=True)
     table.add_column("type")
     table.add_column("status")
-    for key in varying:
-        table.add_column(key.removesuffix("_id"), overflow="fold")
-    table.add_column("timestamp")
-    table.add_column("content / id", ratio=1, overflow="fold")
+    table.add_column("timestamp", min_width=TIME_WIDTH)
+    table.add_column("content / ids" if varying else "content / id", ratio=1, overflow="fold")
+
+    def ids(r: Record) -> dict[str, str | None]:
+        return {k.removesuffix("_id"): getattr(r, k) for k in varying}
+
+    bare = longest(v for r in rows for v in (r.record_id, *ids(r).values()))
+    table.keep_whole(3, longest(line for r in rows for line in id_lines(r.record_id, **ids(r))), bare)
     for r in rows:
-        scope = [text_cell(getattr(r, k)) for k in varying]
-        table.add_row(text_cell(r.record_type.value), status_cell(r.status), *scope, time_cell(r.timestamp),
-                      content_cell(r.content, r.record_id, user_metadata(r)))
+        table.add_row(text_cell(r.record_type.value), status_cell(r.status), time_cell(r.timestamp),
+                      content_cell(r.content, r.record_id, user_metadata(r), **ids(r)))
     return table
 
 
@@ -113,10 +125,14 @@ def threads_command(
     fmt: FormatOption = OutputFormat.TABLE,
     as_json: JsonOption = False,
     as_jsonl: JsonlOption = False,
+    wide: WideOption = False,
 ) -> None:
     """List threads with their user, agent, message and memory counts.
 
     In creation order; --user/--agent narrow the list."""
+    from ..records import MEMORY_TYPES, MESSAGE_TYPES
+    from ..spi import RecordFilter
+
     with cli_errors():
         out = output_format(fmt, as_json, as_jsonl)
     with open_memory(store, embedder) as memory:
@@ -132,21 +148,32 @@ def threads_command(
             for info in infos
         ]
 
-    def table() -> Table:
-        t = Table(title="threads", caption=f"{len(rows)} shown")
-        for name in ("thread", "user", "agent", "created", "messages", "memories"):
-            t.add_column(name, justify="right" if name in ("messages", "memories") else "left", overflow="fold")
+    def table() -> IdTable:
+        from .inspect_options import id_lines
+        from .tables import IdTable, longest
+
+        def ids(row: dict[str, Any]) -> list[str]:
+            return id_lines(row["thread_id"], user=row["user_id"], agent=row["agent_id"])
+
+        t = IdTable(title="threads", caption=f"{len(rows)} shown")
+        t.add_column("thread / user / agent", overflow="fold")
+        t.add_column("created", min_width=TIME_WIDTH)
+        t.add_column("messages", justify="right")
+        t.add_column("memories", justify="right")
+        bare = longest(row[k] for row in rows for k in ("thread_id", "user_id", "agent_id"))
+        t.keep_whole(0, longest(line for row in rows for line in ids(row)), bare)
         if any(row["metadata"] for row in rows):
             t.add_column("metadata", overflow="fold")
         for row in rows:
-            meta = [_meta_cell(row["metadata"])] if len(t.columns) > 6 else []
-            t.add_row(
-                text_cell(row["thread_id"], "cyan"), text_cell(row["user_id"]), text_cell(row["agent_id"]), time_cell(row["created_at"]),
-                text_cell(row["message_count"]), text_cell(row["memory_count"]), *meta,
-            )
+            first, *others = ids(row)
+            cell = text_cell(first, "cyan")
+            for line in others:
+                cell.append(f"\n{line}", style="dim")
+            meta = [_meta_cell(row["metadata"])] if len(t.columns) > 4 else []
+            t.add_row(cell, time_cell(row["created_at"]), text_cell(row["message_count"]), text_cell(row["memory_count"]), *meta)
         return t
 
-    emit_rows(out, rows, table)
+    emit_rows(out, rows, table, wide=wide)
     if out is OutputFormat.TABLE:
         _more_hint(len(rows), size, offset)
 
@@ -163,10 +190,16 @@ def messages_command(
     fmt: FormatOption = OutputFormat.TABLE,
     as_json: JsonOption = False,
     as_jsonl: JsonlOption = False,
+    wide: WideOption = False,
 ) -> None:
     """Show a thread's messages in order.
 
     From --offset (at most --limit), or the newest --last N."""
+    from ..operations.lookup import user_metadata
+    from ..records import MESSAGE_TYPES
+    from ..spi import Order, RecordFilter
+    from ..validation import validate_positive_int
+
     with cli_errors():
         out = output_format(fmt, as_json, as_jsonl)
         if last is not None and (limit is not None or offset):
@@ -181,17 +214,20 @@ def messages_command(
             flt = RecordFilter(thread_id=thread, record_types=MESSAGE_TYPES, alive_at=memory.now())
             rows = memory.store.query(flt, order=Order.SEQ_DESC, limit=newest)[::-1]
 
-    def table() -> Table:
-        t = Table(title=f"messages of {thread}", caption=f"{len(rows)} shown", show_lines=True)
+    def table() -> IdTable:
+        from .tables import IdTable, longest
+
+        t = IdTable(title=f"messages of {thread}", caption=f"{len(rows)} shown", show_lines=True)
         t.add_column("seq", justify="right")
-        t.add_column("timestamp")
+        t.add_column("timestamp", min_width=TIME_WIDTH)
         t.add_column("role")
         t.add_column("content / id", ratio=1, overflow="fold")
+        t.keep_whole(3, longest(r.record_id for r in rows))
         for r in rows:
             t.add_row(text_cell(r.seq), time_cell(r.timestamp), text_cell(r.role, "bold"), content_cell(r.content, r.record_id, user_metadata(r)))
         return t
 
-    emit_rows(out, rows, table)
+    emit_rows(out, rows, table, wide=wide)
     if out is OutputFormat.TABLE and last is None:
         _more_hint(len(rows), size, offset)
 
@@ -212,10 +248,14 @@ def memories_command(
     fmt: FormatOption = OutputFormat.TABLE,
     as_json: JsonOption = False,
     as_jsonl: JsonlOption = False,
+    wide: WideOption = False,
 ) -> None:
     """List memories (memory, fact, guideline, preference) with filters.
 
     In insertion order, filtered by scope, type, status and a JSON metadata filter."""
+    from ..records import RecordStatus
+    from ..validation import validate_memory_type
+
     with cli_errors():
         out = output_format(fmt, as_json, as_jsonl)
         wanted = split_values(types)
@@ -232,7 +272,7 @@ def memories_command(
                 **scope, memory_types=memory_types, metadata_filter=meta,
                 include_invalid=only is None, limit=size, offset=offset,
             )
-    emit_rows(out, rows, lambda: _record_table("memories", rows))
+    emit_rows(out, rows, lambda: _record_table("memories", rows), wide=wide)
     if out is OutputFormat.TABLE:
         _more_hint(len(rows), size, offset)
 
@@ -242,6 +282,9 @@ def _invalid_memories(
 ) -> list[Record]:
     """Only invalid memories: ``list_memories`` has ``include_invalid`` but no invalid-only
     switch, so this goes through the SPI after validating like the public call."""
+    from ..records import MEMORY_TYPES, RecordStatus
+    from ..spi import RecordFilter
+
     memory.list_memories(**scope, memory_types=types, metadata_filter=meta, limit=0)  # same argument checks
     flt = RecordFilter(
         record_types=frozenset(types) if types else MEMORY_TYPES,
@@ -262,6 +305,7 @@ def links_command(
     fmt: FormatOption = OutputFormat.TABLE,
     as_json: JsonOption = False,
     as_jsonl: JsonlOption = False,
+    wide: WideOption = False,
 ) -> None:
     """Show the links of a memory and the records at their other end.
 
@@ -280,21 +324,26 @@ def links_command(
                 others[other_id] = None
 
     def table() -> RenderableType:
-        t = Table(title=f"links of {record_id}", caption=f"{len(links)} links", show_lines=True)
+        from rich.console import Group
+        from rich.text import Text
+
+        from .tables import IdTable, longest
+
+        t = IdTable(title=f"links of {record_id}", caption=f"{len(links)} links", show_lines=True)
         t.add_column("relation")
         t.add_column("type")
         t.add_column("status")
-        t.add_column("other record / id", ratio=1, overflow="fold")
-        t.add_column("link id / created", overflow="fold", style="dim")
+        t.add_column("other record / id / link", ratio=1, overflow="fold")
+        t.keep_whole(3, longest([*others, *(f"link {link.link_id}" for link in links)]), longest([*others, *(link.link_id for link in links)]))
         for link in links:
             other_id = link.target_id if link.source_id == record_id else link.source_id
             other = others[other_id]
+            cell = content_cell(other.content if other else "", other_id, link=link.link_id)
             t.add_row(
                 text_cell(link.relation_from(record_id), "bold"), text_cell(other.record_type.value if other else ""),
-                status_cell(other.status) if other else text_cell("(gone)", "red"),
-                content_cell(other.content if other else "", other_id), Text(f"{link.link_id}\n") + time_cell(link.created_at),
+                status_cell(other.status) if other else text_cell("(gone)", "red"), cell + Text("\n") + time_cell(link.created_at),
             )
         head = Text(f"[{subject.record_type.value}, {subject.status.value}] ", style="bold")
         return Group(head + Text(subject.content), t)
 
-    emit_rows(out, links, table)
+    emit_rows(out, links, table, wide=wide)

@@ -8,24 +8,18 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
-from rich.text import Text
 
-from ..client import AgentMemory
 from ..errors import InvalidArgument
-from ..plugins import get_plugin_manager
-from ..records import SEARCHABLE_TYPES, Record, RecordStatus, RecordType, SearchResult
-from ..registry import default_store_uri
-from ..spi import RecordFilter
 from .application import app
 from .inspect_options import (
     AgentFilter,
     MetadataFilterOption,
     ThreadFilter,
     content_cell,
+    id_lines,
     parse_metadata_filter,
     split_values,
     status_cell,
@@ -38,14 +32,21 @@ from .options import (
     JsonOption,
     OutputFormat,
     StoreOption,
+    WideOption,
     cli_errors,
     dump_json,
     emit_document,
     emit_rows,
     note,
     open_memory,
+    open_store,
     output_format,
 )
+
+if TYPE_CHECKING:
+    from ..records import Record, SearchResult
+    from .options import OpenedStore
+    from .tables import IdTable
 
 STATS_SCAN_PAGE = 5_000
 STATS_TABLE_USERS = 20
@@ -70,6 +71,7 @@ def search_command(
     fmt: FormatOption = OutputFormat.TABLE,
     as_json: JsonOption = False,
     as_jsonl: JsonlOption = False,
+    wide: WideOption = False,
 ) -> None:
     """Search one user's records as AgentMemory.search does.
 
@@ -83,25 +85,32 @@ def search_command(
             num_hops=hops, max_results=max_results, metadata_filter=meta,
             include_invalid_results=not valid_only, token_budget=token_budget,
         )
-    emit_rows(out, results, lambda: _results_table(query, results))
+    emit_rows(out, results, lambda: _results_table(query, results), wide=wide)
 
 
-def _results_table(query: str, results: Sequence[SearchResult]) -> Table:
-    t = Table(title=f"search: {query}", caption=f"{len(results)} results", show_lines=True)
+def _results_table(query: str, results: Sequence[SearchResult]) -> IdTable:
+    """The hits (and, indented below each, its linked records): ids are never folded."""
+    from rich.text import Text
+
+    from .tables import IdTable, longest
+
+    records = [res.record for res in results] + [linked.record for res in results for linked in res.linked_results]
+    t = IdTable(title=f"search: {query}", caption=f"{len(results)} results", show_lines=True)
     t.add_column("#", justify="right")
     t.add_column("score", justify="right")
     t.add_column("type")
     t.add_column("status")
-    t.add_column("thread", overflow="fold")
-    t.add_column("content / id", ratio=1, overflow="fold")
+    t.add_column("content / id / thread", ratio=1, overflow="fold")
+    t.keep_whole(4, longest(line for r in records for line in id_lines(r.record_id, thread=r.thread_id)),
+                 longest(v for r in records for v in (r.record_id, r.thread_id)))
     for rank, res in enumerate(results, 1):
         r = res.record
         t.add_row(text_cell(rank), text_cell(f"{res.score:.4f}"), text_cell(r.record_type.value), status_cell(r.status),
-                  text_cell(r.thread_id), content_cell(r.content, r.record_id))
+                  content_cell(r.content, r.record_id, thread=r.thread_id))
         for linked in res.linked_results:
             lr = linked.record
             t.add_row(text_cell(""), text_cell(f"↳ hop {linked.depth}", "dim"), text_cell(lr.record_type.value), status_cell(lr.status),
-                      text_cell(lr.thread_id), Text(f"{linked.relation}: ", style="italic") + content_cell(lr.content, lr.record_id))
+                      Text(f"{linked.relation}: ", style="italic") + content_cell(lr.content, lr.record_id, thread=lr.thread_id))
     return t
 
 
@@ -179,16 +188,22 @@ def stats_command(
 
     The store's backend, dimension, path and details; each index's threshold and whether the
     store has reached it. Builds nothing."""
+    from ..plugins import get_plugin_manager
+    from ..registry import default_store_uri
+
     with cli_errors():
         out = output_format(fmt, as_json, as_jsonl)
         uri = store if store is not None else default_store_uri(get_plugin_manager())
-    with open_memory(uri, embedder) as memory:
+    with open_store(uri, embedder) as memory:
         document = _stats(memory, uri)
     emit_document(out, document, lambda: _render_stats(document))
 
 
-def _stats(memory: AgentMemory, uri: str) -> dict[str, Any]:
+def _stats(memory: OpenedStore, uri: str) -> dict[str, Any]:
     """The ``stats`` document (counts of live records; expired ones awaiting purge apart)."""
+    from ..records import SEARCHABLE_TYPES, RecordStatus, RecordType
+    from ..spi import RecordFilter
+
     store = memory.store
     now = memory.now()
     by_type = {
@@ -214,14 +229,16 @@ def _stats(memory: AgentMemory, uri: str) -> dict[str, Any]:
     }
 
 
-def _user_counts(memory: AgentMemory) -> Counter[str | None]:
+def _user_counts(memory: OpenedStore) -> Counter[str | None]:
     """Live records per user id (None: records of no user), counted in one paged scan by
     ``seq`` (a user's memories need not have a thread or profile that would name the user)."""
     return Counter(r.user_id for r in _scan(memory))
 
 
-def _scan(memory: AgentMemory) -> Iterable[Record]:
+def _scan(memory: OpenedStore) -> Iterable[Record]:
     """Every live record in ``seq`` order, a page at a time (constant memory)."""
+    from ..spi import RecordFilter
+
     now, next_seq = memory.now(), None
     while True:
         page = memory.store.query(RecordFilter(alive_at=now, min_seq=next_seq), limit=STATS_SCAN_PAGE)
@@ -233,6 +250,7 @@ def _scan(memory: AgentMemory) -> Iterable[Record]:
 
 def _render_stats(doc: dict[str, Any]) -> None:
     from rich.console import Console
+    from rich.table import Table
 
     console = Console(highlight=False)
     st = doc["store"]

@@ -1,5 +1,6 @@
 """Transfer commands: ``export``, ``import``, ``migrate`` — a thin layer over
-``agentmemory.transfer`` (which documents the dump format, conflicts and resumption)."""
+``agentmemory.transfer`` (which documents the dump format, conflicts and resumption), imported
+when one of them runs (not for ``--help`` or another command)."""
 
 from __future__ import annotations
 
@@ -8,20 +9,34 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from ..registry import build_embedder
-from ..transfer import OnConflict, TransferReport, export_records, import_records, migrate, read_dump, write_dump
-from ..transfer.dump_format import DumpEntry, RecordEntry
 from .application import app
 from .options import EmbedderOption, StoreOption, cli_errors
 
+if TYPE_CHECKING:
+    from ..transfer import TransferReport
+    from ..transfer.dump_format import DumpEntry
+
+
+class OnConflictChoice(str, Enum):
+    """``--on-conflict``: the values of ``agentmemory.transfer.OnConflict``, here so that the
+    command line is parsed without importing the transfer package."""
+
+    FAIL = "fail"
+    SKIP = "skip"
+    OVERWRITE = "overwrite"
+
+
+MIGRATE_SOURCE_HINT = "check the SOURCE argument; migrate copies from an existing store (TARGET is created if needed)"
+MIGRATE_EMBEDDER_HINT = "pass the --source-embedder/--target-embedder the stores were filled with"
+
 ConflictOption = Annotated[
-    OnConflict,
+    OnConflictChoice,
     typer.Option("--on-conflict", help="A record or link that exists with other content: fail (default, "
                  "before its batch is written), skip (keep the stored one, report it) or overwrite."),
 ]
@@ -39,6 +54,9 @@ def export_command(
     no_vectors: Annotated[bool, typer.Option("--no-vectors", help="Leave vectors out (an import then re-embeds).")] = False,
 ) -> None:
     """Write every record and link of a store as a dump (JSON lines, versioned) to stdout or a file."""
+    from ..registry import build_embedder
+    from ..transfer import export_records, write_dump
+
     if output == "-" and sys.stdout.isatty() and not gzip:
         typer.echo("note: writing the dump to the terminal; use -o FILE or redirect it", err=True)
     with cli_errors(), _progress("exporting", None) as tick:
@@ -52,17 +70,20 @@ def import_command(
     dump: Annotated[str, typer.Argument(help="Dump file (gzip or plain); - is stdin.")],
     store: StoreOption = None,
     embedder: EmbedderOption = None,
-    on_conflict: ConflictOption = OnConflict.FAIL,
+    on_conflict: ConflictOption = OnConflictChoice.FAIL,
     dry_run: DryRunOption = False,
     batch_size: BatchOption = 1000,
     as_json: JsonOption = False,
 ) -> None:
     """Write a dump into a store (created if needed). Rerunnable: what is already there and equal is skipped."""
+    from ..registry import build_embedder
+    from ..transfer import import_records, read_dump
+
     if dump != "-" and not Path(dump).is_file():
         typer.echo(f"error: no such dump file: {dump}", err=True)
         raise typer.Exit(2)
     with cli_errors(), _progress("importing", None) as tick:
-        report = import_records(store, read_dump(dump), embedder=build_embedder(embedder), on_conflict=on_conflict,
+        report = import_records(store, read_dump(dump), embedder=build_embedder(embedder), on_conflict=on_conflict.value,
                                 dry_run=dry_run, batch_size=batch_size, progress=tick)
     _print_report(report, as_json)
 
@@ -73,17 +94,20 @@ def migrate_command(
     target: Annotated[str, typer.Argument(help="Target store URI (created if needed).")],
     source_embedder: Annotated[str | None, typer.Option("--source-embedder", help="Embedder the source was filled with (default: the bundled model).")] = None,
     target_embedder: Annotated[str | None, typer.Option("--target-embedder", help="Embedder of the target (default: the bundled model).")] = None,
-    on_conflict: ConflictOption = OnConflict.FAIL,
+    on_conflict: ConflictOption = OnConflictChoice.FAIL,
     dry_run: DryRunOption = False,
     batch_size: BatchOption = 1000,
     as_json: JsonOption = False,
 ) -> None:
     """Copy every record and link from one store to another, streaming; rerun to resume."""
-    with cli_errors():
+    from ..registry import build_embedder
+    from ..transfer import migrate
+
+    with cli_errors(MIGRATE_SOURCE_HINT, MIGRATE_EMBEDDER_HINT):
         total = _count(source, source_embedder)
         with _progress("migrating", total) as tick:
             report = migrate(source, target, source_embedder=build_embedder(source_embedder),
-                             target_embedder=build_embedder(target_embedder), on_conflict=on_conflict,
+                             target_embedder=build_embedder(target_embedder), on_conflict=on_conflict.value,
                              dry_run=dry_run, batch_size=batch_size, progress=tick)
     _print_report(report, as_json)
 
@@ -92,6 +116,7 @@ def _count(uri: str, embedder: str | None) -> int | None:
     """How many records the source holds (for the progress bar), only when a terminal shows it."""
     if not sys.stderr.isatty():
         return None
+    from ..registry import build_embedder
     from ..spi import RecordFilter, SchemaPolicy
     from ..transfer import opened
 
@@ -117,6 +142,8 @@ def _progress(label: str, total: int | None) -> Iterator[Callable[[int], None]]:
     if not sys.stderr.isatty():
         yield lambda done: None
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
     columns = [TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn("records")]
     if total is not None:
         columns.append(TimeRemainingColumn())
@@ -127,6 +154,8 @@ def _progress(label: str, total: int | None) -> Iterator[Callable[[int], None]]:
 
 def _counting(entries: Iterator[DumpEntry], tick: Callable[[int], None]) -> Iterator[DumpEntry]:
     """``entries`` unchanged, ticking the progress bar every thousand records."""
+    from ..transfer.dump_format import RecordEntry
+
     records = 0
     for entry in entries:
         if isinstance(entry, RecordEntry):
