@@ -208,9 +208,9 @@ class InMemoryStore(MemoryStore):
         return {rid: vectors[rid].copy() for rid in record_ids if rid in vectors}
 
     def _vector_search(self, vector: np.ndarray, filter: RecordFilter, k: int) -> list[Hit]:
-        with self._lock:
+        with self._lock:  # records and vectors from one state: a batch committing now is all in or out
             vectors = self._vectors
-        pool = [r for r in self._matching(filter) if r.record_id in vectors]
+            pool = [r for r in self._matching(filter) if r.record_id in vectors]
         if not pool:
             return []
         matrix = np.stack([vectors[r.record_id] for r in pool])

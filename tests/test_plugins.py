@@ -19,7 +19,7 @@ NO_INTELLIGENCE = {"extract_memories": False, "enable_context_summary": False}
 
 
 def test_cli_plugins_prints_json():
-    done = subprocess.run([sys.executable, "-m", "agentmemory.cli", "plugins"], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "agentmemory.cli", "plugins", "--json"], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)

@@ -158,15 +158,7 @@ class BlindSpotTests:
                 delete=doomed,
             ))
             alive = [rid for rid in alive[12:] + patched + added]
-        # Vector search must read one state too. The reference store's does not yet: its
-        # ``_vector_search`` takes ``_vectors`` and (through ``_matching``) ``_records`` under two
-        # separate lock acquisitions, so a batch committed in between mixes two states. Until that is
-        # fixed in ``agentmemory/reference_store.py``, vector reads are left out here for it and
-        # the stores built on it (every other read is checked); every other exact backend is held
-        # to it.
-        from agentmemory.reference_store import InMemoryStore
-
-        exact = not is_approximate(store) and not isinstance(store, InMemoryStore)
+        exact = not is_approximate(store)  # vector search must read one state too
 
         def state() -> tuple[Any, ...]:
             rows = store.query(RecordFilter())
