@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+import numpy as np
 import pytest
 
 from agentmemory import AgentMemory
 from agentmemory.errors import InvalidArgument
+from agentmemory.index_text import embedding_text
 from agentmemory.spi import RecordFilter
 
 from .conftest import make_memory
@@ -60,3 +62,41 @@ def test_an_edited_message_is_indexed_again_with_its_context() -> None:
 def test_index_context_must_be_a_bool() -> None:
     with pytest.raises(InvalidArgument, match="index_context"):
         make_memory(index_context="yes")
+
+
+def _everything_text(memory: AgentMemory) -> str:
+    """Every stored content and index text (what search, embeddings and an export can show)."""
+    rows = memory.store.query(RecordFilter())
+    return "\n".join(f"{r.content}\n{r.index_text or ''}" for r in rows)
+
+
+def test_deleting_a_message_forgets_it_in_the_next_turns_index() -> None:
+    memory = make_memory()
+    thread, ids = _chat(memory)
+    thread.delete_message(ids[1])  # type: ignore[attr-defined]
+    later = memory.store.query(RecordFilter(record_ids=(ids[2],)))[0]
+    assert later.index_text == "9 May 2023\nuser: Where did you go hiking with the dog?\nuser: Lovely."  # from its new previous turn
+    assert "lake" not in _everything_text(memory)
+    assert thread.search("lake twice", strategy="keyword", max_results=5) == []  # type: ignore[attr-defined]
+    [vec] = memory.store.read_vectors([ids[2]]).values()  # re-embedded from the same text
+    assert np.allclose(vec, memory.embedder.embed([embedding_text(later)])[0], atol=1e-6)
+
+
+def test_deleting_consecutive_messages_reindexes_from_the_turn_before_them() -> None:
+    memory = make_memory()
+    thread = memory.create_thread(thread_id="t", user_id="u")
+    ids = thread.add_messages([{"role": "user", "content": f"turn {w}"} for w in ("alpha", "bravo", "charlie", "delta")])
+    thread.delete_message(ids[1])  # type: ignore[attr-defined]
+    thread.delete_message(ids[2])  # type: ignore[attr-defined]
+    last = memory.store.query(RecordFilter(record_ids=(ids[3],)))[0]
+    assert last.index_text is not None and "user: turn alpha\nuser: turn delta" in last.index_text
+    assert "bravo" not in _everything_text(memory) and "charlie" not in _everything_text(memory)
+
+
+def test_editing_a_message_reindexes_the_turn_after_it() -> None:
+    memory = make_memory()
+    thread, ids = _chat(memory)
+    thread.update_message(ids[1], content="Only to the river.")  # type: ignore[attr-defined]
+    later = memory.store.query(RecordFilter(record_ids=(ids[2],)))[0]
+    assert later.index_text is not None and "assistant: Only to the river." in later.index_text
+    assert "lake" not in _everything_text(memory)

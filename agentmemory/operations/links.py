@@ -10,11 +10,12 @@ from typing import Any
 from ..effects import Call, Op
 from ..errors import InvalidArgument, NotFound
 from ..ids import new_id
-from ..records import MEMORY_TYPES, Link, Record, RecordStatus
+from ..records import MEMORY_TYPES, MESSAGE_TYPES, Link, Record, RecordStatus
 from ..spi import RecordFilter, RecordPatch, WriteBatch
 from ..validation import RESERVED_METADATA_KEY, validate_id, validate_link_type, validate_metadata
 from .context import OMITTED, MemoryContext
 from .lookup import get_record_op, internal_metadata
+from .reindex import follower_patches_op
 
 
 def invalidate_patch(target: Record, link: Link) -> RecordPatch:
@@ -74,6 +75,9 @@ def delete_records_op(ctx: MemoryContext, record_ids: Sequence[str], extra: Writ
     patches = yield from restore_patches_op(
         ctx, [lk for lk in links if lk.link_type.is_lifecycle and lk.target_id not in ids], removed
     )
+    # the message after a deleted one quotes it in its index text: re-indexed in the same batch
+    messages: list[Record] = yield Call(ctx.store, "query", (RecordFilter(record_ids=tuple(ids), record_types=MESSAGE_TYPES),))
+    patches += yield from follower_patches_op(ctx, messages, frozenset(ids))
     batch = WriteBatch(patch=patches + list(extra.patch if extra else ()), delete=ids)
     yield Call(ctx.store, "write", (batch,))
     return len(ids)

@@ -35,6 +35,7 @@ from .lookup import (
     previous_message_op,
     thread_record_op,
 )
+from .reindex import follower_patches_op
 from .retention import expires_at
 from .search import statuses_for
 
@@ -157,6 +158,7 @@ def update_record_op(
     if thread_id is not None and rec.thread_id != thread_id:
         raise NotFound(kind, record_id)
     patch: dict[str, Any] = {}
+    followers: list[RecordPatch] = []
     if content is not OMITTED:
         validate_content("content", content)
         text = content
@@ -165,6 +167,8 @@ def update_record_op(
             edited = rec.model_copy(update={"content": content})
             patch["index_text"] = message_index_texts([edited], previous)[0]
             text = embedding_text(edited.model_copy(update={"index_text": patch["index_text"]}))
+        if rec.record_type is RecordType.MESSAGE:  # the next turn quotes this one: no stale words
+            followers = yield from follower_patches_op(ctx, [rec], edited={rec.record_id: rec.model_copy(update={"content": content})})
         vectors = yield from embed_op(ctx.embedder, [text])
         patch.update(content=content, vector=vectors[0])
     if metadata is not OMITTED:
@@ -176,7 +180,7 @@ def update_record_op(
     if ttl_days is not OMITTED:  # a new TTL counts from now (or from the record's timestamp)
         patch["expires_at"] = expires_at(ctx, ttl_days, ctx.now(), rec.timestamp)
     if patch:
-        yield Call(ctx.store, "write", (WriteBatch(patch=[RecordPatch(record_id, **patch)]),))
+        yield Call(ctx.store, "write", (WriteBatch(patch=[RecordPatch(record_id, **patch), *followers]),))
     updated = yield from get_record_op(ctx, record_id, types, kind)
     return updated
 

@@ -1,0 +1,50 @@
+"""Keeping contextual index text true when a message changes or goes.
+
+A message's index text quotes the turn before it (``agentmemory.index_text``). When that turn is
+deleted or its content edited, the next message of the thread must be re-indexed (and
+re-embedded) from its new previous turn, in the same batch as the change: otherwise keyword
+search, the embedding and an export would keep text the user deleted or corrected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from ..effects import Call, Op
+from ..embedders.base import embed_op
+from ..ids import thread_record_id
+from ..index_text import embedding_text, message_index_texts
+from ..records import MESSAGE_TYPES, Record
+from ..spi import Order, RecordPatch
+from .context import MemoryContext
+
+
+def follower_patches_op(
+    ctx: MemoryContext, changed: Sequence[Record], gone: frozenset[str] = frozenset(), edited: Mapping[str, Record] | None = None,
+) -> Op[list[RecordPatch]]:
+    """Patches that re-index the message after each of ``changed`` (messages being deleted, the
+    ids in ``gone``, or edited, the new versions in ``edited``), from its previous turn as it
+    will be once the batch commits. A follower indexed by its content alone needs nothing; with
+    ``index_context`` off it is reset to its content."""
+    edited = dict(edited or {})
+    skip = len(gone) + 1  # rows that may have to be stepped over to reach an alive neighbour
+    followers: dict[str, tuple[Record, Record | None]] = {}
+    threads_going = {r.thread_id for r in changed if r.thread_id is not None and thread_record_id(r.thread_id) in gone}
+    for rec in sorted((r for r in changed if r.record_type in MESSAGE_TYPES and r.thread_id is not None), key=lambda r: r.seq or 0):
+        if rec.thread_id in threads_going:  # the whole thread goes (delete_thread, a user's deletion)
+            continue
+        base = ctx.alive(thread_id=rec.thread_id, record_types=MESSAGE_TYPES)
+        after: list[Record] = yield Call(ctx.store, "query", (replace(base, min_seq=(rec.seq or 0) + 1),), {"order": Order.SEQ_ASC, "limit": skip})
+        follower = next((r for r in after if r.record_id not in gone), None)
+        if follower is None or follower.index_text is None or follower.record_id in followers or follower.record_id in edited:
+            continue
+        before: list[Record] = yield Call(ctx.store, "query", (replace(base, max_seq=follower.seq),), {"order": Order.SEQ_DESC, "limit": skip})
+        previous = next((edited.get(r.record_id, r) for r in before if r.record_id not in gone), None)
+        followers[follower.record_id] = (follower, previous)
+    if not followers:
+        return []
+    texts = [message_index_texts([f], prev)[0] if ctx.index_context else None for f, prev in followers.values()]
+    records = [f.model_copy(update={"index_text": text}) for (f, _), text in zip(followers.values(), texts)]
+    vectors = yield from embed_op(ctx.embedder, [embedding_text(r) for r in records])
+    return [RecordPatch(r.record_id, index_text=r.index_text, vector=v) for r, v in zip(records, vectors)]
