@@ -17,6 +17,7 @@ from .client_rules import (
     MessageTests,
     TtlTests,
 )
+from .forgetting import ForgettingTests
 from .guards import GuardTests
 from .hostile import HostileInputTests
 from .indexed import IndexTierTests
@@ -41,6 +42,7 @@ class BackendConformance(
     ConcurrencyTests,
     FaultTests,
     HostileInputTests,
+    ForgettingTests,
     ClientStrategyTests,
     ClientScopeTests,
     MessageTests,
