@@ -73,9 +73,9 @@ class XmlCardRenderer:
         if parts.relevant:
             out.append("  <relevant_information>")
             for day, records in by_date([r.record for r in parts.relevant]):
-                out.append(f"    <on{attribute('date', day)}>")
+                out.append(f"<on{attribute('date', day)}>")  # unindented: 2 cl100k tokens less per date
                 out.extend(_dated_item_xml(r) for r in records)
-                out.append("    </on>")
+                out.append("</on>")
             out.append("  </relevant_information>")
         if parts.recent_messages:
             out.append("  <recent_messages>")

@@ -91,3 +91,27 @@ def test_the_summary_leaves_out_a_message_that_a_result_quotes() -> None:
     assert "Please hurry" in card.summary
     assert card.content.count("arrived damaged") == 1
     client.close()
+
+
+def test_fit_card_cuts_exactly_where_adding_one_by_one_would() -> None:
+    from agentmemory.operations.card import fit_card
+
+    renderer, counter = XmlCardRenderer(), EstimateCounter()
+    candidates = [result(rec(f"m{i}", "word " * (1 + i % 7), T0 + timedelta(days=i % 3), role="user"), 1.0) for i in range(40)]
+    parts = CardParts(summary="user: a summary line")
+
+    def greedy(budget: int | None, soft: int | None) -> int:
+        chosen: list[SearchResult] = []
+        for r in candidates:
+            cost = counter.count(renderer(parts.model_copy(update={"relevant": (*chosen, r)})))
+            if budget is not None and cost > budget:
+                break
+            chosen.append(r)
+            if soft is not None and cost >= soft:
+                break
+        return len(chosen)
+
+    for budget in (None, 0, 10, 40, 120, 333, 10_000):
+        for soft in (None, 1, 50, 200, 10_000):
+            got = fit_card(renderer, parts, candidates, budget, soft, counter=counter)
+            assert len(got.relevant) == greedy(budget, soft), (budget, soft)

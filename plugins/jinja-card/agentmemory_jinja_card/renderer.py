@@ -49,9 +49,9 @@ DEFAULT_TEMPLATE = """\
 {% if summary %}  <summary>{{ summary }}</summary>
 {% endif %}
 {% if relevant %}  <relevant_information>
-{% for day in relevant_by_date %}    <on date="{{ day.date }}">
+{% for day in relevant_by_date %}<on date="{{ day.date }}">
 {% for r in day.records %}<{{ r.type }}{% if r.role %} role="{{ r.role }}"{% endif %}{% if r.status != "valid" %} status="{{ r.status }}"{% endif %}>{{ r.content }}</{{ r.type }}>
-{% endfor %}    </on>
+{% endfor %}</on>
 {% endfor %}  </relevant_information>
 {% endif %}
 {% if recent_messages %}  <recent_messages>
