@@ -560,6 +560,20 @@ def test_summary_update_frequency_and_running_summary(new_client: Callable[..., 
     assert thread.get_summary().revision == 2
 
 
+def test_deleting_a_summarised_message_drops_the_stored_summary(new_client: Callable[..., AgentMemory], llm: OpenAICompatibleLlm, brain: Brain) -> None:
+    brain.summary = lambda req: {"summary": "Covers: " + ", ".join(summarized_contents(req)), "topics": ["t"]}
+    client = new_client(llm=llm, memory_extraction_config=MemoryExtractionConfig(extract_memories=False, context_summary_update_frequency=3))
+    thread = client.create_thread(thread_id="t", user_id="u")
+    ids = thread.add_messages([{"role": "user", "content": c} for c in ("m1", "secret-zebra", "m3")])
+    assert "secret-zebra" in thread.get_summary().content
+    assert thread.delete_message(ids[1]) == 1  # the count is the message's, not the summary's too
+    assert "secret-zebra" not in thread.get_summary().content  # the offline summary of what remains
+    assert "secret-zebra" not in thread.get_context_card().content
+    say(thread, "m4", "m5", "m6")  # the next model summary starts over from what remains
+    assert summarized_contents(brain.requests("summary")[-1]) == ["m1", "m3", "m4", "m5", "m6"]
+    assert "secret-zebra" not in thread.get_summary().content
+
+
 def test_get_summary_except_last_does_not_change_the_stored_summary(new_client: Callable[..., AgentMemory], llm: OpenAICompatibleLlm, brain: Brain) -> None:
     brain.summary = lambda req: {"summary": "Covers: " + ", ".join(summarized_contents(req)), "topics": []}
     thread = new_client(llm=llm).create_thread(thread_id="t", user_id="u")

@@ -25,7 +25,7 @@ from agentmemory import (
 from agentmemory.effects import run_sync
 from agentmemory.llm import OpenAICompatibleLlm
 from agentmemory.operations.extraction import past_memories_op
-from agentmemory.operations.summary import stored_summary_op
+from agentmemory.operations.lookup import stored_summary_op
 from agentmemory.records import MEMORY_TYPES
 from agentmemory.spi import RecordFilter
 from agentmemory.testing import ScriptedServer

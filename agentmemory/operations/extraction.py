@@ -27,22 +27,17 @@ from ..extraction.base import Extractor, ExtractorChain, structured_op
 from ..extraction.models import ExtractionContext, ExtractionOutput, LinkOutput, SummaryOutput
 from ..ids import new_id
 from ..records import MEMORY_TYPES, MESSAGE_TYPES, Link, LinkType, Record, RecordStatus, RecordType
-from ..spi import NewRecord, Order, RecordPatch, WriteBatch
+from ..spi import NewRecord, Order, WriteBatch
 from ..validation import RESERVED_METADATA_KEY, validate_metadata
 from .context import OMITTED, MemoryContext, ThreadScope
 from .links import invalidation_patches
-from .lookup import internal_metadata, thread_record_op
+from .lookup import internal_metadata, state_patch, stored_summary_op, thread_record_op, thread_state
 from .retention import expires_at
-from .summary import stored_summary_op, update_summary_op, write_summary_op
+from .summary import update_summary_op, write_summary_op
 
 PAST_MEMORY_K = 7
 LINK_BATCH = 10
 LINK_CANDIDATES = 2 * PAST_MEMORY_K
-
-
-def thread_state(record: Record) -> dict[str, Any]:
-    """The extraction bookkeeping kept in a thread record."""
-    return dict(internal_metadata(record).get("state") or {})
 
 
 def resolve_extractor(ctx: MemoryContext, llm: Any) -> Extractor:
@@ -142,15 +137,6 @@ def process_op(ctx: MemoryContext, scope: ThreadScope, call: MemoryExtractionCon
 def _due(count: int, frequency: int) -> bool:
     """-1 (or ≤0): every call; N: once N unprocessed messages have accumulated."""
     return frequency <= 0 or count >= frequency
-
-
-def state_patch(thread: Record, state: dict[str, Any]) -> RecordPatch:
-    """The patch that stores ``state`` as ``thread``'s extraction bookkeeping."""
-    meta = dict(thread.metadata)
-    internal = internal_metadata(thread)
-    internal["state"] = state
-    meta[RESERVED_METADATA_KEY] = internal
-    return RecordPatch(thread.record_id, metadata=meta)
 
 
 def past_memories_op(ctx: MemoryContext, scope: ThreadScope, text: str, k: int = PAST_MEMORY_K, exclude: Sequence[str] = ()) -> Op[list[Record]]:

@@ -15,7 +15,7 @@ from ..spi import RecordFilter, RecordPatch, WriteBatch
 from ..validation import RESERVED_METADATA_KEY, validate_id, validate_link_type, validate_metadata
 from .context import OMITTED, MemoryContext
 from .lookup import get_record_op, internal_metadata
-from .reindex import follower_patches_op
+from .reindex import follower_patches_op, stale_summaries_op
 
 
 def invalidate_patch(target: Record, link: Link) -> RecordPatch:
@@ -67,20 +67,24 @@ def restore_patches_op(ctx: MemoryContext, dropped: Sequence[Link], removed_link
 def delete_records_op(ctx: MemoryContext, record_ids: Sequence[str], extra: WriteBatch | None = None) -> Op[int]:
     """Delete records (their links go too) and restore targets that lose their last
     lifecycle link, in one batch."""
-    ids = sorted(set(record_ids))
-    if not ids:
+    asked = sorted(set(record_ids))
+    if not asked:
         return 0
+    # what quotes a deleted message goes in the same batch: the next turn's index text is
+    # re-indexed, a stored summary that covers it is dropped (``reindex``)
+    messages: list[Record] = yield Call(ctx.store, "query", (RecordFilter(record_ids=tuple(asked), record_types=MESSAGE_TYPES),))
+    summaries, summary_state = yield from stale_summaries_op(ctx, messages, frozenset(asked))
+    ids = sorted(set(asked) | set(summaries))
     links: list[Link] = yield Call(ctx.store, "links", (), {"record_ids": ids})
     removed = {link.link_id for link in links}
     patches = yield from restore_patches_op(
         ctx, [lk for lk in links if lk.link_type.is_lifecycle and lk.target_id not in ids], removed
     )
-    # the message after a deleted one quotes it in its index text: re-indexed in the same batch
-    messages: list[Record] = yield Call(ctx.store, "query", (RecordFilter(record_ids=tuple(ids), record_types=MESSAGE_TYPES),))
     patches += yield from follower_patches_op(ctx, messages, frozenset(ids))
+    patches += summary_state
     batch = WriteBatch(patch=patches + list(extra.patch if extra else ()), delete=ids)
     yield Call(ctx.store, "write", (batch,))
-    return len(ids)
+    return len(asked)
 
 
 def link_op(ctx: MemoryContext, source_id: Any, target_id: Any, link_type: Any, metadata: Any, link_id: Any) -> Op[Link]:

@@ -10,9 +10,9 @@ from typing import Any
 
 from ..effects import Call, Op
 from ..errors import InvalidArgument, NotFound
-from ..ids import thread_record_id
-from ..records import MESSAGE_TYPES, Record, RecordType
-from ..spi import ANY, Order, RecordFilter
+from ..ids import summary_record_id, thread_record_id
+from ..records import MESSAGE_TYPES, Record, RecordType, Summary
+from ..spi import ANY, Order, RecordFilter, RecordPatch
 from ..validation import RESERVED_METADATA_KEY, validate_id, validate_optional_id
 from .context import OMITTED, MemoryContext
 
@@ -78,3 +78,31 @@ def list_scope(argument: str, value: Any) -> Any:
     if value is OMITTED:
         return ANY
     return validate_optional_id(argument, value)
+
+
+def thread_state(record: Record) -> dict[str, Any]:
+    """The extraction bookkeeping kept in a thread record."""
+    return dict(internal_metadata(record).get("state") or {})
+
+
+def state_patch(thread: Record, state: dict[str, Any]) -> RecordPatch:
+    """The patch that stores ``state`` as ``thread``'s extraction bookkeeping."""
+    meta = dict(thread.metadata)
+    internal = internal_metadata(thread)
+    internal["state"] = state
+    meta[RESERVED_METADATA_KEY] = internal
+    return RecordPatch(thread.record_id, metadata=meta)
+
+
+def stored_summary_op(ctx: MemoryContext, thread_id: str) -> Op[Summary | None]:
+    """The thread's stored running summary, if any."""
+    rows: list[Record] = yield Call(ctx.store, "query", (RecordFilter(record_ids=(summary_record_id(thread_id),)),))
+    if not rows:
+        return None
+    internal = internal_metadata(rows[0])
+    return Summary(
+        content=rows[0].content,
+        topics=tuple(internal.get("topics") or ()),
+        last_message_seq=int(internal.get("last_message_seq", 0)),
+        revision=int(internal.get("revision", 0)),
+    )

@@ -1,9 +1,10 @@
-"""Keeping contextual index text true when a message changes or goes.
+"""Keeping derived text true when a message changes or goes.
 
 A message's index text quotes the turn before it (``agentmemory.index_text``). When that turn is
 deleted or its content edited, the next message of the thread must be re-indexed (and
 re-embedded) from its new previous turn, in the same batch as the change: otherwise keyword
-search, the embedding and an export would keep text the user deleted or corrected.
+search, the embedding and an export would keep text the user deleted or corrected. Likewise a
+stored running summary that covers a deleted message goes with it (``stale_summaries_op``).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from dataclasses import replace
 
 from ..effects import Call, Op
 from ..embedders.base import embed_op
-from ..ids import thread_record_id
+from ..ids import summary_record_id, thread_record_id
 from ..index_text import embedding_text, message_index_texts
 from ..records import MESSAGE_TYPES, Record
-from ..spi import Order, RecordPatch
+from ..spi import Order, RecordFilter, RecordPatch
 from .context import MemoryContext
+from .lookup import state_patch, stored_summary_op, thread_state
 
 
 def follower_patches_op(
@@ -48,3 +50,27 @@ def follower_patches_op(
     records = [f.model_copy(update={"index_text": text}) for (f, _), text in zip(followers.values(), texts)]
     vectors = yield from embed_op(ctx.embedder, [embedding_text(r) for r in records])
     return [RecordPatch(r.record_id, index_text=r.index_text, vector=v) for r, v in zip(records, vectors)]
+
+
+def stale_summaries_op(ctx: MemoryContext, messages: Sequence[Record], gone: frozenset[str]) -> Op[tuple[list[str], list[RecordPatch]]]:
+    """The stored running summaries that cover one of the deleted ``messages`` (a model-written
+    summary may quote it), to delete in the same batch, and the patches that reset their
+    threads' summary state, so the next update summarises what remains (the offline summary
+    stands in meanwhile). Threads deleted whole are left to that delete."""
+    first: dict[str, int] = {}
+    for m in messages:
+        if m.record_type in MESSAGE_TYPES and m.thread_id is not None and thread_record_id(m.thread_id) not in gone:
+            first[m.thread_id] = min(first.get(m.thread_id, m.seq or 0), m.seq or 0)
+    drop: list[str] = []
+    patches: list[RecordPatch] = []
+    for thread_id, seq in first.items():
+        summary = yield from stored_summary_op(ctx, thread_id)
+        if summary is None or summary.last_message_seq < seq:
+            continue
+        drop.append(summary_record_id(thread_id))
+        rows: list[Record] = yield Call(ctx.store, "query", (RecordFilter(record_ids=(thread_record_id(thread_id),)),))
+        if rows:
+            state = thread_state(rows[0])
+            state.pop("summarized_seq", None)
+            patches.append(state_patch(rows[0], state))
+    return drop, patches

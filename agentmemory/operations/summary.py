@@ -13,31 +13,17 @@ from ..extraction.base import structured_op
 from ..extraction.models import SummaryOutput
 from ..ids import summary_record_id
 from ..records import MESSAGE_TYPES, Record, RecordType, Summary
-from ..spi import NewRecord, Order, RecordFilter, RecordPatch, WriteBatch
+from ..spi import NewRecord, Order, RecordPatch, WriteBatch
 from ..summarize import extractive_summary
 from ..tokens import EstimateCounter, TokenCounter
 from ..validation import RESERVED_METADATA_KEY, validate_positive_int
 from .context import MemoryContext, ThreadScope
-from .lookup import internal_metadata
+from .lookup import stored_summary_op
 from .search import validate_budget
 
 SUMMARY_TOKENS = 250
 """Length of the offline summary when no budget limits it."""
 CONTEXT_CARD_TOKEN_LIMIT = 100_000
-
-
-def stored_summary_op(ctx: MemoryContext, thread_id: str) -> Op[Summary | None]:
-    """The thread's stored running summary, if any."""
-    rows: list[Record] = yield Call(ctx.store, "query", (RecordFilter(record_ids=(summary_record_id(thread_id),)),))
-    if not rows:
-        return None
-    internal = internal_metadata(rows[0])
-    return Summary(
-        content=rows[0].content,
-        topics=tuple(internal.get("topics") or ()),
-        last_message_seq=int(internal.get("last_message_seq", 0)),
-        revision=int(internal.get("revision", 0)),
-    )
 
 
 def summarize_op(
