@@ -174,7 +174,8 @@ def test_plugins_json_is_the_whole_report() -> None:
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report == json.loads(json.dumps(get_plugin_manager().report(), default=str))
-    assert report["backends"]["memory"]["target"] == "agentmemory.reference_store:InMemoryStore"
+    # a dotted path, or the class itself once something in this process has loaded it
+    assert "InMemoryStore" in report["backends"]["memory"]["target"]
     assert json.loads(cli("plugins", "--format", "json").stdout) == report
     lines = cli("plugins", "--jsonl").stdout.splitlines()
     assert len(lines) == 1 and json.loads(lines[0]) == report
