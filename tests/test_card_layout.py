@@ -85,7 +85,7 @@ def test_the_summary_leaves_out_a_message_that_a_result_quotes() -> None:
         {"role": "user", "content": "Please hurry with order 7421."},
     ])
     client.add_memory("User reported (order 7421): Order 7421 arrived damaged. I need a return.", user_id="u", memory_type="fact")
-    card = thread.get_context_card(max_relevant_results=1)
+    card = thread.get_context_card(max_relevant_results=1, min_relevant_results_by_type={"fact": 1})
     assert [r.record.record_type for r in card.relevant] == [RecordType.FACT]
     assert "arrived damaged" not in card.summary  # the fact shows it
     assert "Please hurry" in card.summary

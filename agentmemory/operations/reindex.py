@@ -48,8 +48,14 @@ def follower_patches_op(
         return []
     texts = [message_index_texts([f], prev)[0] if ctx.index_context else None for f, prev in followers.values()]
     records = [f.model_copy(update={"index_text": text}) for (f, _), text in zip(followers.values(), texts)]
-    vectors = yield from embed_op(ctx.embedder, [embedding_text(r) for r in records])
-    return [RecordPatch(r.record_id, index_text=r.index_text, vector=v) for r, v in zip(records, vectors)]
+    patches = {r.record_id: RecordPatch(r.record_id, index_text=r.index_text) for r in records}
+    # re-embedded only where the embedder's text changes with the index text (not for messages today)
+    stale = [r for r, (f, _) in zip(records, followers.values()) if embedding_text(r) != embedding_text(f)]
+    if stale:
+        vectors = yield from embed_op(ctx.embedder, [embedding_text(r) for r in stale])
+        for r, vector in zip(stale, vectors):
+            patches[r.record_id] = RecordPatch(r.record_id, index_text=r.index_text, vector=vector)
+    return list(patches.values())
 
 
 def stale_summaries_op(ctx: MemoryContext, messages: Sequence[Record], gone: frozenset[str]) -> Op[tuple[list[str], list[RecordPatch]]]:
