@@ -115,3 +115,20 @@ def test_fit_card_cuts_exactly_where_adding_one_by_one_would() -> None:
         for soft in (None, 1, 50, 200, 10_000):
             got = fit_card(renderer, parts, candidates, budget, soft, counter=counter)
             assert len(got.relevant) == greedy(budget, soft), (budget, soft)
+
+
+def test_a_reserved_slot_goes_to_a_record_the_card_does_not_already_show() -> None:
+    client = AgentMemory(store=InMemoryStore(), embedder=HashingEmbedder(64))
+    thread = client.create_thread(thread_id="t", user_id="u", extract_memories=False)
+    thread.add_messages([
+        {"role": "user", "content": "Order 7421 arrived damaged. I need a return."},
+        {"role": "assistant", "content": "I can start the return for order 7421."},
+        {"role": "user", "content": "Thanks, and what about order 7421?"},
+    ])
+    client.add_memory("User reported (order 7421): Order 7421 arrived damaged. I need a return.", user_id="u", memory_type="fact")
+    card = thread.get_context_card(min_relevant_results_by_type={"fact": 1, "message": 1})
+    shown = [r.record.content for r in card.relevant]
+    assert "I can start the return for order 7421." in shown  # not the message the fact quotes
+    assert "Order 7421 arrived damaged. I need a return." not in shown
+    assert card.content.count("arrived damaged") == 1
+    client.close()

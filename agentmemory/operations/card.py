@@ -181,7 +181,10 @@ def offline_card_summary(
     shown = {r.record.record_id for r in results} | {m.record_id for m in recent}
     shown_texts = {_normalised(r.record.content) for r in results}
     rest = [m for m in messages if m.record_id not in shown and not any(_normalised(m.content) in t for t in shown_texts)]
-    return extractive_summary(rest, SUMMARY_TOKENS, counter) if rest else ""
+    summary = extractive_summary(rest, SUMMARY_TOKENS, counter) if rest else ""
+    # a picked sentence that a result states word for word is not repeated either
+    lines = [line for line in summary.split("\n") if not any(_normalised(line.partition(": ")[2] or line) in t for t in shown_texts)]
+    return "\n".join(lines)
 
 
 def topics_not_named(parts: CardParts) -> tuple[str, ...]:
@@ -349,7 +352,9 @@ def context_card_op(
     quoted = "" if offline else summary.content
 
     def usable(hits: list[Hit]) -> list[Hit]:
-        return unrepeated([h for h in hits if h.record.record_id not in skip], quoted)
+        """``hits`` not yet chosen that repeat neither a chosen result nor each other."""
+        fresh = [h for h in hits if h.record.record_id not in skip and h.record.record_id not in chosen]
+        return [h for h in unrepeated([*chosen.values(), *fresh], quoted) if h.record.record_id not in chosen]
 
     if queries and limit:
         # messages shown raw (or excluded as the external tail) are never "relevant information"
@@ -364,6 +369,8 @@ def context_card_op(
         all_types = _typed_search_op(ctx, scope, queries, weights, vectors, CARD_TYPES | {RecordType.USER}, base, message_max_seq, limit + spare)
         concurrency = scope.card_concurrency
         results: list[list[Hit]] = yield Gather(tuple([*per_type, all_types]), limit=concurrency)
+        # a reserved slot goes to the best record of its type that the card does not already show
+        # (a message that an extracted fact quotes would be dropped below as a repeat)
         for (_type, count), hits in zip([(t, n) for t, n in mins.items() if n > 0], results[:-1]):
             for hit in usable(hits)[:count]:
                 if len(chosen) < limit:
