@@ -161,15 +161,14 @@ def update_record_op(
     followers: list[RecordPatch] = []
     if content is not OMITTED:
         validate_content("content", content)
-        text = content
-        if rec.record_type is RecordType.MESSAGE and ctx.index_context:  # keep its context indexed
-            previous = yield from previous_message_op(ctx, rec.thread_id, rec.seq)
-            edited = rec.model_copy(update={"content": content})
-            patch["index_text"] = message_index_texts([edited], previous)[0]
-            text = embedding_text(edited.model_copy(update={"index_text": patch["index_text"]}))
-        if rec.record_type is RecordType.MESSAGE:  # the next turn quotes this one: no stale words
-            followers = yield from follower_patches_op(ctx, [rec], edited={rec.record_id: rec.model_copy(update={"content": content})})
-        vectors = yield from embed_op(ctx.embedder, [text])
+        edited = rec.model_copy(update={"content": content})
+        if rec.record_type is RecordType.MESSAGE:
+            if ctx.index_context:  # keep its context indexed
+                previous = yield from previous_message_op(ctx, rec.thread_id, rec.seq)
+                patch["index_text"] = message_index_texts([edited], previous)[0]
+            # the next turn quotes this one: re-indexed in the same batch, no stale words
+            followers = yield from follower_patches_op(ctx, [rec], edited={rec.record_id: edited})
+        vectors = yield from embed_op(ctx.embedder, [embedding_text(edited.model_copy(update={"index_text": patch.get("index_text")}))])
         patch.update(content=content, vector=vectors[0])
     if metadata is not OMITTED:
         meta = validate_metadata("metadata", metadata)

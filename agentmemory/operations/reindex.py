@@ -1,9 +1,10 @@
 """Keeping derived text true when a message changes or goes.
 
 A message's index text quotes the turn before it (``agentmemory.index_text``). When that turn is
-deleted or its content edited, the next message of the thread must be re-indexed (and
-re-embedded) from its new previous turn, in the same batch as the change: otherwise keyword
-search, the embedding and an export would keep text the user deleted or corrected. Likewise a
+deleted or its content edited, the next message of the thread must be re-indexed from its new
+previous turn, in the same batch as the change: otherwise keyword search and an export would keep
+text the user deleted or corrected. (Its vector needs nothing: a message is embedded by its own
+content, ``index_text.embedding_text``.) Likewise a
 stored running summary that covers a deleted message goes with it (``stale_summaries_op``).
 """
 
@@ -13,9 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from ..effects import Call, Op
-from ..embedders.base import embed_op
 from ..ids import summary_record_id, thread_record_id
-from ..index_text import embedding_text, message_index_texts
+from ..index_text import message_index_texts
 from ..records import MESSAGE_TYPES, Record
 from ..spi import Order, RecordFilter, RecordPatch
 from .context import MemoryContext
@@ -44,18 +44,10 @@ def follower_patches_op(
         before: list[Record] = yield Call(ctx.store, "query", (replace(base, max_seq=follower.seq),), {"order": Order.SEQ_DESC, "limit": skip})
         previous = next((edited.get(r.record_id, r) for r in before if r.record_id not in gone), None)
         followers[follower.record_id] = (follower, previous)
-    if not followers:
-        return []
-    texts = [message_index_texts([f], prev)[0] if ctx.index_context else None for f, prev in followers.values()]
-    records = [f.model_copy(update={"index_text": text}) for (f, _), text in zip(followers.values(), texts)]
-    patches = {r.record_id: RecordPatch(r.record_id, index_text=r.index_text) for r in records}
-    # re-embedded only where the embedder's text changes with the index text (not for messages today)
-    stale = [r for r, (f, _) in zip(records, followers.values()) if embedding_text(r) != embedding_text(f)]
-    if stale:
-        vectors = yield from embed_op(ctx.embedder, [embedding_text(r) for r in stale])
-        for r, vector in zip(stale, vectors):
-            patches[r.record_id] = RecordPatch(r.record_id, index_text=r.index_text, vector=vector)
-    return list(patches.values())
+    return [
+        RecordPatch(f.record_id, index_text=message_index_texts([f], prev)[0] if ctx.index_context else None)
+        for f, prev in followers.values()
+    ]
 
 
 def stale_summaries_op(ctx: MemoryContext, messages: Sequence[Record], gone: frozenset[str]) -> Op[tuple[list[str], list[RecordPatch]]]:
