@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 from agentmemory import AgentMemory
 from agentmemory.card_model import CardParts
@@ -76,15 +77,21 @@ def test_under_a_budget_named_topics_give_their_tokens_to_results() -> None:
     client.close()
 
 
-def test_the_summary_leaves_out_a_message_that_a_result_quotes() -> None:
+def _support_chat(question: str) -> tuple[AgentMemory, Any]:
+    """A support thread whose first message an extracted fact quotes, then ``question``."""
     client = AgentMemory(store=InMemoryStore(), embedder=HashingEmbedder(64))
     thread = client.create_thread(thread_id="t", user_id="u", extract_memories=False)
     thread.add_messages([
         {"role": "user", "content": "Order 7421 arrived damaged. I need a return."},
         {"role": "assistant", "content": "I can start the return for order 7421."},
-        {"role": "user", "content": "Please hurry with order 7421."},
+        {"role": "user", "content": question},
     ])
     client.add_memory("User reported (order 7421): Order 7421 arrived damaged. I need a return.", user_id="u", memory_type="fact")
+    return client, thread
+
+
+def test_the_summary_leaves_out_a_message_that_a_result_quotes() -> None:
+    client, thread = _support_chat("Please hurry with order 7421.")
     card = thread.get_context_card(max_relevant_results=1, min_relevant_results_by_type={"fact": 1})
     assert [r.record.record_type for r in card.relevant] == [RecordType.FACT]
     assert "arrived damaged" not in card.summary  # the fact shows it
@@ -118,14 +125,7 @@ def test_fit_card_cuts_exactly_where_adding_one_by_one_would() -> None:
 
 
 def test_a_reserved_slot_goes_to_a_record_the_card_does_not_already_show() -> None:
-    client = AgentMemory(store=InMemoryStore(), embedder=HashingEmbedder(64))
-    thread = client.create_thread(thread_id="t", user_id="u", extract_memories=False)
-    thread.add_messages([
-        {"role": "user", "content": "Order 7421 arrived damaged. I need a return."},
-        {"role": "assistant", "content": "I can start the return for order 7421."},
-        {"role": "user", "content": "Thanks, and what about order 7421?"},
-    ])
-    client.add_memory("User reported (order 7421): Order 7421 arrived damaged. I need a return.", user_id="u", memory_type="fact")
+    client, thread = _support_chat("Thanks, and what about order 7421?")
     card = thread.get_context_card(min_relevant_results_by_type={"fact": 1, "message": 1})
     shown = [r.record.content for r in card.relevant]
     assert "I can start the return for order 7421." in shown  # not the message the fact quotes
