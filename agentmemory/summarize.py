@@ -24,7 +24,7 @@ import numpy as np
 
 from .analysis import DEFAULT_LANGUAGE, Analyzer
 from .records import Record
-from .tokens import CHARS_PER_TOKEN, EstimateCounter, TokenCounter
+from .tokens import EstimateCounter, TokenCounter
 
 MMR_LAMBDA = 0.7
 """Weight of salience against redundancy in the greedy pick (1.0 ignores redundancy)."""
@@ -122,17 +122,6 @@ def _render(sentences: Sequence[_Sentence], picked: Sequence[int]) -> str:
     return "\n".join(lines)
 
 
-def _clip_to_budget(text: str, budget: int) -> str:
-    limit = int(budget * CHARS_PER_TOKEN) - 1
-    if limit <= 0:
-        return ""
-    cut = text[:limit]
-    space = cut.rfind(" ")
-    if space > limit * 0.6:
-        cut = cut[:space]
-    return cut.rstrip() + "…"
-
-
 def extractive_summary(messages: Sequence[Record], token_budget: int, counter: TokenCounter | None = None) -> str:
     """Salient, non-redundant sentences of ``messages`` in chronological order, as ``role: text``
     lines (one per message), within ``token_budget`` tokens of ``counter`` (default: the
@@ -177,5 +166,5 @@ def _remembered_summary(messages: tuple[tuple[str, str], ...], token_budget: int
             return ""
         top = sentences[int(np.argmax(salience))]
         line = f"{top.role}: {top.text}"
-        return _clip_to_budget(line, token_budget) if isinstance(counter, EstimateCounter) else counter.truncate(line, token_budget)
+        return counter.truncate(line, token_budget)
     return _render(sentences, picked)

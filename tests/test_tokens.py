@@ -40,8 +40,43 @@ def test_encoding_counter_counts_what_the_encoding_encodes() -> None:
     counter = EncodingCounter("cl100k_base")
     for text in ("hello world", "日本語", "<|endoftext|> is plain text here", ""):
         assert counter.count(text) == len(enc.encode(text, disallowed_special=()))
-    code = "for (int i = 0; i < n; ++i) { total += values[i] * weights[i]; }"
-    assert counter.count(code) > estimate_tokens(code), "the estimate under-counts code: why a real counter matters"
+
+
+SAMPLES = {
+    "english chat": "Hey! I finally went to the pottery class last Saturday and made a lopsided bowl. "
+    "My sister laughed, but I love it. Are you still training for the half marathon in October?",
+    "english prose": "The reconciliation job runs nightly. When the ledger enrichment step fails, the "
+    "operator re-runs it by hand, which takes about forty minutes and delays the morning reports.",
+    "german": "Die nächtliche Rechnungsabstimmung läuft seit der Umstellung auf LangGraph zuverlässiger, "
+    "aber die Kontenanreicherung scheitert weiterhin an unvollständigen Stammdaten.",
+    "code": "def total(values: list[float], weights: list[float]) -> float:\n"
+    "    return sum(v * w for v, w in zip(values, weights, strict=True))\n",
+    "chinese": "上下文卡片为代理生成回复时提供对话的简要背景，包括线程摘要、相关的已存储消息和记忆。",
+    "japanese": "コンテキストカードは、エージェントが応答を生成するときに使える会話の簡潔な文脈を提供します。",
+    "korean": "컨텍스트 카드는 에이전트가 응답을 생성할 때 사용할 수 있는 대화에 대한 간단한 컨텍스트를 제공합니다.",
+    "numbers": "Order 7421 shipped on 2024-03-18 for 1,249.90 EUR; ticket #88231 was closed at 14:05.",
+}
+
+
+@pytest.mark.parametrize("kind", list(SAMPLES))
+def test_the_estimate_stays_at_or_a_little_above_openais_encodings(kind: str) -> None:
+    """A budget counted by the default estimate must not overflow a prompt counted by a real
+    tokenizer (the old chars/3.5 counted half of cl100k on Chinese), nor waste a fifth of it
+    on English (it counted 1.19× there)."""
+    text = SAMPLES[kind]
+    cl100k = EncodingCounter("cl100k_base").count(text)
+    ratio = estimate_tokens(text) / cl100k
+    assert 0.95 <= ratio <= 1.5, f"{kind}: estimate {estimate_tokens(text)} vs cl100k {cl100k} ({ratio:.2f}x)"
+    if kind.startswith("english"):
+        assert ratio <= 1.25, f"{kind}: {ratio:.2f}x wastes budget on plain English"
+
+
+@settings(max_examples=80, deadline=None)
+@given(text=TEXTS)
+def test_a_longer_prefix_never_estimates_fewer_tokens(text: str) -> None:
+    """Cuts bisect over prefixes, so the estimate must grow with the prefix."""
+    counts = [estimate_tokens(text[:i]) for i in range(len(text) + 1)]
+    assert counts == sorted(counts)
 
 
 @settings(max_examples=60, deadline=None)
@@ -57,7 +92,7 @@ def test_truncate_fits_the_budget_in_each_counters_own_tokens(text: str, budget:
             assert text.startswith(cut[:-1].rstrip()[:10])
 
 
-def test_estimate_counter_keeps_the_historic_cut() -> None:
+def test_truncate_to_tokens_is_the_estimate_counters_cut() -> None:
     text = "word " * 200
     assert EstimateCounter().truncate(text, 50) == truncate_to_tokens(text, 50)
     assert EstimateCounter().count(text) == estimate_tokens(text)
