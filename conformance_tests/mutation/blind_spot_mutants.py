@@ -1,10 +1,20 @@
-"""Deliberately broken stores for ``BlindSpotTests`` (issue #32): each is the reference
-``InMemoryStore`` with one realistic bug of the kinds an independent set of buggy backends
-slipped through. ``test_blind_spots.py`` requires each to fail the intended test."""
+#!/usr/bin/env python3
+"""Deliberately broken stores for ``BlindSpotTests`` (issue #32), one or more per blind-spot
+area (large results, read isolation, batched reads out of storage order, keyword search after
+deletes and without an indexable word, nested-object equality, ``aclose``, ``seq`` on hits):
+each is the reference ``InMemoryStore`` with one realistic bug of the kinds an independent set
+of buggy backends slipped through.
+
+    .venv/bin/python conformance_tests/mutation/blind_spot_mutants.py
+
+runs ``BlindSpotTests`` on each and prints which tests it failed; exits 1 when a store fails
+other tests than the ones written for its bug (``MUTANTS``) or the reference fails any.
+``conformance_tests/tests/test_blind_spots.py`` checks the same in CI."""
 
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -221,3 +231,23 @@ MUTANTS: dict[str, set[str]] = {
     "SeqFromMaxStore": {"test_seq_on_every_hit_and_after_deletes"},
 }
 """Each mutant and the ``BlindSpotTests`` it must fail (exactly these: the bug is targeted)."""
+
+
+def main() -> int:
+    """Run ``BlindSpotTests`` on the reference and on each broken store; report and judge."""
+    from agentmemory_conformance import validate
+
+    bad = 0
+    for name in ("InMemoryStore", *MUTANTS):
+        cls = InMemoryStore if name == "InMemoryStore" else globals()[name]
+        report = validate(lambda _path, cls=cls: cls(), profile="smoke", pytest_args=["-k", "BlindSpotTests"])
+        failed = {t["test"].split("::")[-1].split("[")[0] for t in report.failures}
+        expected = MUTANTS.get(name, set())
+        verdict = "as intended" if failed == expected else "WRONG"
+        print(f"{name}: failed {sorted(failed) or 'nothing'} ({verdict}) {report.data.get('totals', {})}")
+        bad += failed != expected
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

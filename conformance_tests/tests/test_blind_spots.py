@@ -1,18 +1,24 @@
 """``BlindSpotTests`` prove their power: run them (with pytester) against the deliberately broken
-stores of ``blind_spot_mutants`` and require each to fail exactly the test written for its bug,
-and the unbroken reference to pass them all through the same harness."""
+stores of ``conformance_tests/mutation/blind_spot_mutants.py`` and require each to fail exactly
+the test written for its bug, and the unbroken reference to pass them all through the same
+harness."""
 
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
-import blind_spot_mutants  # noqa: F401 - imported once here, before pytester's in-process runs
 import pytest
 from agentmemory_conformance.suite.spi_blind_spots import BlindSpotTests
-from blind_spot_mutants import MUTANTS
 
-HERE = Path(__file__).parent
+MUTATION = Path(__file__).resolve().parents[1] / "mutation"
+if str(MUTATION) not in sys.path:
+    sys.path.insert(0, str(MUTATION))
+
+import blind_spot_mutants  # noqa: E402,F401 - imported once here, before pytester's in-process runs
+from blind_spot_mutants import MUTANTS  # noqa: E402
+
 TESTS = sorted(n for n in vars(BlindSpotTests) if n.startswith("test_"))
 
 TEST_FILE = """
@@ -29,7 +35,7 @@ class TestUnderTest(BlindSpotTests, ConformanceBase):
 
 def run_blind_spots(pytester: pytest.Pytester, module: str, cls: str) -> tuple[pytest.RunResult, set[str]]:
     """Run ``BlindSpotTests`` on ``module.cls``; the result and the names of the failed tests."""
-    pytester.syspathinsert(HERE)
+    pytester.syspathinsert(MUTATION)
     pytester.makepyfile(test_under_test=TEST_FILE.format(module=module, cls=cls))
     result = pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider", "--agentmemory-profile", "smoke", "-W", "ignore")
     failed = {m.group(1) for line in result.outlines if (m := re.match(r"FAILED \S+::(\w+)", line))}
