@@ -701,9 +701,10 @@ def test_slow_model_timeout_surfaces_as_model_error(server: ScriptedServer, brai
 
 
 def test_memories_and_extraction_state_are_one_write(tmp_path: Any) -> None:
-    """The memories an extraction writes and the thread's "extracted up to here" mark are one
-    batch: when that write fails, neither is stored and the messages stay pending, so the next
-    call extracts them (rule-based extractor, no model)."""
+    """The messages, the memories extracted from them and the thread's extraction state are
+    one batch: when that write fails, no memory and no state is stored, the messages are
+    written alone and stay pending, so the next call extracts them (rule-based extractor, no
+    model) — again in one batch."""
     from agentmemory.ids import thread_record_id
     from agentmemory.reference_store import InMemoryStore
     from agentmemory.spi import WriteBatch
@@ -729,6 +730,50 @@ def test_memories_and_extraction_state_are_one_write(tmp_path: Any) -> None:
     store.batches.clear()
     thread.add_messages([{"role": "assistant", "content": "Noted."}])
     assert any("Lisbon" in m.content for m in memories(client))
-    # two commits: the messages, then the memories with the thread's state
-    assert len(store.batches) == 2
-    assert [p.record_id for p in store.batches[1].patch][-1] == thread_record_id("t")
+    # one commit: the new message, the memories of both and the thread's state
+    [batch] = store.batches
+    assert [item.record.content for item in batch.add if item.record.record_type is RecordType.MESSAGE] == ["Noted."]
+    assert [p.record_id for p in batch.patch][-1] == thread_record_id("t")
+    assert thread.add_messages([{"role": "user", "content": "My dog Rex is five."}]) and len(store.batches) == 2
+    assert sum("Lisbon" in m.content for m in memories(client)) == 1  # not extracted twice
+
+
+def test_a_turn_with_a_model_is_one_write_and_a_folded_summary_one_more(llm: OpenAICompatibleLlm, brain: Brain) -> None:
+    """With a model the extraction call happens before the commit, so the messages, memories and
+    state are still one write; a summary folded into that call is written after it (it records
+    the seq of its last message), with the summary state; a failed call writes the messages alone."""
+    from agentmemory.reference_store import InMemoryStore
+    from agentmemory.spi import WriteBatch
+
+    class Counting(InMemoryStore):
+        batches: list[WriteBatch] = []
+
+        def _write(self, batch: WriteBatch) -> list[Record]:
+            self.batches.append(batch)
+            return super()._write(batch)
+
+    brain.extraction = lambda req: {"memories": [fact(f"Fact {len(brain.requests('extraction'))}.")]}
+    for config, writes in ((NO_SUMMARY, 1), (MemoryExtractionConfig(), 2)):
+        store = Counting()
+        client = AgentMemory(store=store, embedder=HashingEmbedder(128), llm=llm, memory_extraction_config=config)
+        try:
+            thread = client.create_thread(thread_id="t", user_id="u")
+            for turn in range(2):
+                store.batches.clear()
+                thread.add_messages([{"role": "user", "content": f"hello {turn}"}, {"role": "assistant", "content": "hi"}])
+                assert len(store.batches) == writes
+                added = [item.record.record_type for item in store.batches[0].add]
+                assert added == [RecordType.MESSAGE, RecordType.MESSAGE, RecordType.FACT]
+            assert len(memories(client)) == 2
+            if writes == 2:
+                assert [m.record_type for m in messages_in(client)] == [RecordType.MESSAGE] * 4
+                assert client.get_thread("t").get_summary().last_message_seq == messages_in(client)[-1].seq
+            brain.extraction = lambda req: 400
+            store.batches.clear()
+            with pytest.raises(ModelError):
+                thread.add_messages([{"role": "user", "content": "lost?"}])
+            [only] = store.batches
+            assert [item.record.content for item in only.add] == ["lost?"] and not only.patch
+            brain.extraction = lambda req: {"memories": [fact(f"Fact {len(brain.requests('extraction'))}.")]}
+        finally:
+            client.close(timeout=5)

@@ -68,27 +68,65 @@ def _one_extractor(ctx: MemoryContext, llm: Any, choice: Any) -> Extractor:
     return factory()
 
 
+ONE_COMMIT_LIMIT = 100
+"""The most messages one ``add_messages`` commits together with their inline extraction. Their
+ids go into the thread's extraction state (``extracted_ids``) because their ``seq`` is not
+known before that commit; a larger call (a bulk import) commits its messages first, then
+extracts them as stored."""
+
+
 def after_messages_op(
-    ctx: MemoryContext, scope: ThreadScope, added: list[Record], call: MemoryExtractionConfig | None = None, thread: Record | None = None
-) -> Op[None]:
-    """Run (or enqueue) extraction and summary updates for newly added messages; ``call`` is the
-    per-call config level (highest priority), ``thread`` the thread record as read by this call."""
+    ctx: MemoryContext, scope: ThreadScope, new: Sequence[NewRecord], call: MemoryExtractionConfig | None = None, thread: Record | None = None
+) -> Op[list[Record]]:
+    """Write the new messages of one ``add_messages`` and run (or enqueue) extraction and the
+    summary update for them; return the messages as stored (with their ``seq``). ``call`` is
+    the per-call config level (highest priority), ``thread`` the thread record as read by this
+    call.
+
+    Inline extraction of up to ``ONE_COMMIT_LIMIT`` messages is one commit: the messages, the
+    memories, links and invalidations they yield, and the thread's extraction state. The
+    extractor runs (and a model is asked) before that commit, so no transaction is open
+    across a model call; when extraction fails, the messages are committed alone, left
+    pending for the next call, and the error is raised. Further commits follow only when this
+    call also writes a running summary (it records the ``seq`` of its last message) or links
+    in a separate model call (``POST_EXTRACTION``). Background mode, larger calls and calls
+    with nothing to extract commit the messages first (then extract, or queue the job)."""
     cfg = scope.extraction_config(ctx, call)
-    if not (cfg.extract_memories or cfg.enable_context_summary) or not added:
-        return
-    if cfg.extraction_mode is MemoryExtractionMode.BACKGROUND:
-        ctx.background.submit(scope.thread_id, lambda: process_op(ctx, scope, call))
-        return
-    yield from process_op(ctx, scope, call, thread)
+    work = cfg.extract_memories or cfg.enable_context_summary
+    if work and cfg.extraction_mode is not MemoryExtractionMode.BACKGROUND and len(new) <= ONE_COMMIT_LIMIT:
+        added = yield from process_op(ctx, scope, call, thread, new)
+        return added
+    stored: list[Record] = yield Call(ctx.store, "write", (WriteBatch(add=list(new)),))
+    if work and cfg.extraction_mode is MemoryExtractionMode.BACKGROUND:
+        ctx.background.submit(scope.thread_id, lambda: _discard(process_op(ctx, scope, call)))
+    elif work:
+        yield from process_op(ctx, scope, call, thread)
+    return stored
 
 
-def process_op(ctx: MemoryContext, scope: ThreadScope, call: MemoryExtractionConfig | None = None, thread: Record | None = None) -> Op[None]:
-    """Extract from messages not yet extracted (per frequency and window) and refresh the summary.
+def _discard(op: Op[list[Record]]) -> Op[None]:
+    """``op`` run for its effects (a background job returns nothing)."""
+    yield from op
+
+
+def process_op(
+    ctx: MemoryContext,
+    scope: ThreadScope,
+    call: MemoryExtractionConfig | None = None,
+    thread: Record | None = None,
+    new: Sequence[NewRecord] = (),
+) -> Op[list[Record]]:
+    """Extract from messages not yet extracted (per frequency and window) and refresh the
+    summary; ``new`` are messages of this call not yet written, committed here together with
+    their extraction (see ``after_messages_op``). Returns ``new`` as stored.
 
     Settings are resolved from the thread record as stored now (``thread`` when the caller has
-    just read it), so a handle created before an ``update_thread`` still follows the update. The
-    new memories, their links and invalidations and the thread's extraction state are written
-    in one batch: one commit, and no crash between them can make messages extract twice."""
+    just read it), so a handle created before an ``update_thread`` still follows the update.
+    The thread's extraction state says which messages are extracted: those with ``seq`` up to
+    ``extracted_seq``, and those after it listed in ``extracted_ids`` (messages committed with
+    their own extraction, before their ``seq`` was known). It is written in the same batch as
+    the memories, their links and invalidations, so no crash between them can make messages
+    extract twice or lose an extraction."""
     llm = scope.effective_llm(ctx)
     rec = thread if thread is not None else (yield from thread_record_op(ctx, scope.thread_id))
     persisted = MemoryExtractionConfig.from_any(internal_metadata(rec).get("config") or {})
@@ -96,42 +134,90 @@ def process_op(ctx: MemoryContext, scope: ThreadScope, call: MemoryExtractionCon
     state = thread_state(rec)
     extracted_seq = int(state.get("extracted_seq", 0))
     summarized_seq = int(state.get("summarized_seq", 0))
+    marked = set(state.get("extracted_ids") or ())
+    fresh = [n.record for n in new]
+    fresh_ids = {r.record_id for r in fresh}
+    # a listed id that names one of this call's messages was deleted and is reused: not extracted
+    state_changed = bool(marked & fresh_ids)
+    if state_changed:
+        state["extracted_ids"] = [i for i in state["extracted_ids"] if i not in fresh_ids]
     base = ctx.alive(thread_id=scope.thread_id, record_types=MESSAGE_TYPES)
+    rows: list[Record] = []
     pending: list[Record] = []
     if cfg.extract_memories:
-        pending = yield Call(ctx.store, "query", (replace(base, min_seq=extracted_seq + 1),))
+        rows = yield Call(ctx.store, "query", (replace(base, min_seq=extracted_seq + 1),))
+        pending = [r for r in rows if r.record_id not in marked] + fresh
     summary_due: list[Record] = []
     if cfg.enable_context_summary and llm is not None:
         unsummarized: list[Record] = yield Call(ctx.store, "query", (replace(base, min_seq=summarized_seq + 1),))
+        unsummarized += fresh
         if unsummarized and _due(len(unsummarized), cfg.context_summary_update_frequency):
             summary_due = unsummarized
+    batch = WriteBatch(add=list(new))
+    new_memories: list[Record] = []
+    folded: SummaryOutput | None = None
     if cfg.extract_memories and pending and _due(len(pending), cfg.memory_extraction_frequency):
         window = pending
         if cfg.memory_extraction_window > len(pending):  # the newest N messages, the new ones marked
             recent: list[Record] = yield Call(ctx.store, "query", (base,), {"order": Order.SEQ_DESC, "limit": cfg.memory_extraction_window})
-            window = recent[::-1]
+            window = (recent[::-1] + fresh)[-cfg.memory_extraction_window :]
         # the summary update rides along when it covers exactly the messages being extracted
         fold = (
             cfg.context_summary_update_mode is ContextSummaryUpdateMode.DURING_EXTRACTION
             and [r.record_id for r in summary_due] == [r.record_id for r in pending]
         )
-        new_memories, folded, batch, asked_llm = yield from extract_op(ctx, scope, cfg, llm, window, {r.record_id for r in pending}, update_summary=fold)
-        state["extracted_seq"] = pending[-1].seq
-        if folded is not None:
-            yield from write_summary_op(ctx, scope, folded, summary_due[-1].seq)
-            state["summarized_seq"] = summary_due[-1].seq
-            summary_due = []
-        # saved before linking: a failed link call must not make these messages extract again;
+        try:
+            new_memories, folded, found, asked_llm = yield from extract_op(
+                ctx, scope, cfg, llm, window, {r.record_id for r in pending}, update_summary=fold
+            )
+        except Exception:
+            if new:  # the messages are kept, pending for the next call
+                yield Call(ctx.store, "write", (batch,))
+            raise
+        state["extracted_seq"] = max(extracted_seq, rows[-1].seq if rows else 0)
+        if fresh:
+            state["extracted_ids"] = [r.record_id for r in fresh]
+        else:
+            state.pop("extracted_ids", None)
         # after a model call the thread record is read again (an update_thread may have landed)
-        current = (yield from thread_record_op(ctx, scope.thread_id)) if asked_llm else rec
-        yield Call(ctx.store, "write", (replace(batch, patch=[*batch.patch, state_patch(current, state)]),))
-        if new_memories and cfg.memory_link_extraction_mode is MemoryLinkExtractionMode.POST_EXTRACTION and llm is not None:
-            yield from post_link_op(ctx, scope, llm, new_memories, cfg, set())
+        rec = (yield from thread_record_op(ctx, scope.thread_id)) if asked_llm else rec
+        batch = WriteBatch(
+            add=[*new, *found.add], patch=[*found.patch, state_patch(rec, state)], add_links=found.add_links
+        )
+    elif state_changed:
+        batch = replace(batch, patch=[state_patch(rec, state)])
+    added = yield from _commit_op(ctx, batch, new)
+    stored = {r.record_id: r for r in added[: len(new)]}
+    summary_due = [stored.get(r.record_id, r) for r in summary_due]  # with the seq just assigned
+    if folded is not None:
+        state["summarized_seq"] = summary_due[-1].seq
+        # saved with the summary: a crash after the extraction commit only repeats the summary update
+        yield from write_summary_op(ctx, scope, folded, summary_due[-1].seq, also=[state_patch(rec, state)])
+        summary_due = []
+    # the memories are committed before linking: a failed link call cannot make them extract again
+    if new_memories and cfg.memory_link_extraction_mode is MemoryLinkExtractionMode.POST_EXTRACTION and llm is not None:
+        yield from post_link_op(ctx, scope, llm, new_memories, cfg, set())
     if summary_due:
         yield from update_summary_op(ctx, scope, llm, summary_due, cfg.memory_extraction_token_limit)
         state["summarized_seq"] = summary_due[-1].seq
         current = yield from thread_record_op(ctx, scope.thread_id)
         yield Call(ctx.store, "write", (WriteBatch(patch=[state_patch(current, state)]),))
+    return added[: len(new)]
+
+
+def _commit_op(ctx: MemoryContext, batch: WriteBatch, new: Sequence[NewRecord]) -> Op[list[Record]]:
+    """Write ``batch``. When it fails and holds more than the messages ``new``, the messages are
+    written alone (left pending, as after a failed extraction) and the first error is raised."""
+    try:
+        added: list[Record] = yield Call(ctx.store, "write", (batch,))
+    except Exception:
+        if new and (len(batch.add) > len(new) or batch.patch or batch.add_links):
+            try:
+                yield Call(ctx.store, "write", (WriteBatch(add=list(new)),))
+            except Exception:  # noqa: BLE001 - the first error is the one to report
+                pass
+        raise
+    return added
 
 
 def _due(count: int, frequency: int) -> bool:

@@ -1,5 +1,5 @@
-"""Messages of a thread: add (one atomic batch, then extraction as configured), read by
-position or id. Updating and deleting a message share ``memories.update_record_op`` /
+"""Messages of a thread: add (one commit with their inline extraction, see
+``extraction.after_messages_op``), read by position or id. Updating and deleting a message share ``memories.update_record_op`` /
 ``delete_typed_op``."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from ..errors import InvalidArgument, NotFound
 from ..ids import new_id
 from ..index_text import embedding_text, message_index_texts
 from ..records import MESSAGE_TYPES, Record, RecordType
-from ..spi import NewRecord, Order, WriteBatch
+from ..spi import NewRecord, Order
 from ..validation import validate_content, validate_id, validate_metadata, validate_positive_int
 from .context import OMITTED, MemoryContext, ThreadScope
 from .extraction import after_messages_op
@@ -66,8 +66,9 @@ def parse_message(index: int, item: Any) -> Message:
 
 
 def add_messages_op(ctx: MemoryContext, scope: ThreadScope, messages: Any, call_config: Any = None) -> Op[list[str]]:
-    """``add_messages``: validate every message, write them in one batch, then run (or queue)
-    extraction and summary updates with ``call_config`` as the highest settings level."""
+    """``add_messages``: validate every message, then write them with their inline extraction
+    in one batch (or write them and queue extraction) with ``call_config`` as the highest
+    settings level; summary updates as configured."""
     call = None if call_config is None else MemoryExtractionConfig.from_any(call_config)
     if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
         raise InvalidArgument("messages", "must be a list of messages")
@@ -102,10 +103,7 @@ def add_messages_op(ctx: MemoryContext, scope: ThreadScope, messages: Any, call_
         texts = message_index_texts(records, previous)
         records = [r.model_copy(update={"index_text": text}) for r, text in zip(records, texts)]
     vectors = yield from embed_op(ctx.embedder, [embedding_text(r) for r in records])
-    added: list[Record] = yield Call(
-        ctx.store, "write", (WriteBatch(add=[NewRecord(r, v) for r, v in zip(records, vectors)]),)
-    )
-    yield from after_messages_op(ctx, scope, added, call, thread)
+    yield from after_messages_op(ctx, scope, [NewRecord(r, v) for r, v in zip(records, vectors)], call, thread)
     return ids
 
 

@@ -45,10 +45,16 @@ def update_summary_op(ctx: MemoryContext, scope: ThreadScope, llm: Any, messages
 
 
 def write_summary_op(
-    ctx: MemoryContext, scope: ThreadScope, output: SummaryOutput, last_message_seq: int, current: Summary | None | Literal[False] = False
+    ctx: MemoryContext,
+    scope: ThreadScope,
+    output: SummaryOutput,
+    last_message_seq: int,
+    current: Summary | None | Literal[False] = False,
+    also: Sequence[RecordPatch] = (),
 ) -> Op[Summary]:
     """Store ``output`` as the thread's running summary (created on first use, up to 8 topics);
-    ``current`` is the stored one when already read (False: read it here)."""
+    ``current`` is the stored one when already read (False: read it here); ``also`` are patches
+    committed in the same batch (the thread's summary state)."""
     if current is False:
         current = yield from stored_summary_op(ctx, scope.thread_id)
     summary = Summary(
@@ -66,10 +72,10 @@ def write_summary_op(
             user_id=scope.user_id, agent_id=scope.agent_id, thread_id=scope.thread_id,
             timestamp=now, created_at=now, metadata={RESERVED_METADATA_KEY: internal},
         )
-        yield Call(ctx.store, "write", (WriteBatch(add=[NewRecord(rec)]),))
+        yield Call(ctx.store, "write", (WriteBatch(add=[NewRecord(rec)], patch=list(also)),))
     else:
         patch = RecordPatch(rid, content=summary.content or " ", metadata={RESERVED_METADATA_KEY: internal})
-        yield Call(ctx.store, "write", (WriteBatch(patch=[patch]),))
+        yield Call(ctx.store, "write", (WriteBatch(patch=[patch, *also]),))
     return summary
 
 
