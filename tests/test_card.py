@@ -302,8 +302,8 @@ def test_min_by_type_reserves_slots_within_max_without_duplicates(new_client: Ca
     assert len(set(ids)) == len(ids)
     info = parse(reserved).find("relevant_information")
     assert info is not None
-    # shown as a timeline grouped by date (``renderers.by_date``), every chosen record once
-    assert sorted(el.tag for day in info for el in day) == sorted(t.value for t in types)
+    # shown as a timeline (``renderers.by_date``), every chosen record once
+    assert sorted(el.tag for el in info) == sorted(t.value for t in types)
 
 
 def test_minimums_never_exceed_max_relevant_results(new_client: Callable[..., AgentMemory]) -> None:
@@ -391,7 +391,7 @@ def test_include_invalid_results_shows_superseded_history(new_client: Callable[.
     assert new in [r.record.record_id for r in default.relevant]
     assert old not in [r.record.record_id for r in default.relevant]
     assert old in [r.record.record_id for r in history.relevant]
-    [fact_el] = [el for el in parse(history).findall("relevant_information/on/fact") if el.text == "The user's name is Bob."]
+    [fact_el] = [el for el in parse(history).findall("relevant_information/fact") if el.text == "The user's name is Bob."]
     assert fact_el.get("status") == "invalid"
 
 
@@ -531,11 +531,13 @@ def test_xml_card_item_fields(new_client: Callable[..., AgentMemory]) -> None:
     pref_id = client.add_memory("The user prefers tea.", user_id="u", memory_type="preference")
     say(thread, "Do I like tea?", "Yes.")
     root = parse(thread.get_context_card(max_relevant_results=5))
-    [day] = [d for d in root.findall("relevant_information/on") if d.find("preference") is not None]
-    [pref] = day.findall("preference")
-    assert pref.text == "The user prefers tea."  # the date once per group, no role on a memory
-    assert day.get("date") == client.get_memory(pref_id).timestamp.date().isoformat()
-    assert pref.get("role") is None and pref.find("timestamp") is None and pref.get("date") is None
+    records = list(root.find("relevant_information"))  # type: ignore[arg-type]
+    [pref] = [el for el in records if el.tag == "preference"]
+    assert pref.text == "The user prefers tea."  # no role on a memory, no timestamp child
+    assert pref.get("role") is None and pref.find("timestamp") is None
+    # its date is the nearest ``date`` at or above it (written where the date changes)
+    dated = [el.get("date") for el in records[: records.index(pref) + 1] if el.get("date")]
+    assert records[0].get("date") and dated[-1] == client.get_memory(pref_id).timestamp.date().isoformat()
 
 
 def test_summary_update_frequency_and_running_summary(new_client: Callable[..., AgentMemory], llm: OpenAICompatibleLlm, brain: Brain) -> None:

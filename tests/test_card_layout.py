@@ -28,16 +28,18 @@ def result(record: Record, score: float) -> SearchResult:
     return SearchResult(record=record, distance=None, score=score, formatted_content="")
 
 
-def test_relevant_records_render_as_a_timeline_grouped_by_date() -> None:
+def test_relevant_records_render_as_a_timeline_dated_where_the_date_changes() -> None:
     late = rec("m2", "we moved to Lisbon", T0 + timedelta(days=3), role="user")
     early = rec("m1", "I work at a <bakery> & café", T0, role="assistant")
     fact = rec("f1", "The user lives in Lisbon.", T0 + timedelta(days=3, hours=1), RecordType.FACT, status=RecordStatus.INVALID)
     parts = CardParts(relevant=(result(fact, 0.9), result(late, 0.8), result(early, 0.5)))
     root = ET.fromstring(XmlCardRenderer()(parts))
-    days = root.findall("relevant_information/on")
-    assert [d.get("date") for d in days] == ["2024-03-01", "2024-03-04"]  # oldest first, each date once
-    assert [(el.tag, el.get("role"), el.text) for el in days[0]] == [("message", "assistant", "I work at a <bakery> & café")]
-    assert [(el.tag, el.get("role"), el.get("status")) for el in days[1]] == [("message", "user", None), ("fact", None, "invalid")]
+    records = list(root.find("relevant_information"))  # type: ignore[arg-type]
+    # oldest first; each date written once, on the first record of that day
+    assert [(el.tag, el.get("date"), el.get("role"), el.get("status")) for el in records] == [
+        ("message", "2024-03-01", "assistant", None), ("message", "2024-03-04", "user", None), ("fact", None, None, "invalid"),
+    ]
+    assert records[0].text == "I work at a <bakery> & café"
     md = MarkdownCardRenderer()(parts)
     assert md.index("2024-03-01:") < md.index("bakery") < md.index("2024-03-04:") < md.index("moved to Lisbon") < md.index("lives in Lisbon")
 

@@ -358,7 +358,7 @@ def test_card_customization_returns_each_requested_type(make_memory: Callable[..
     root = ET.fromstring(prompt_context)
     info = root.find("relevant_information")
     assert info is not None
-    items = [el for day in info.findall("on") for el in day]
+    items = list(info)
     tags = [el.tag for el in items]
     assert tags.count("preference") >= 1 and tags.count("guideline") >= 1 and tags.count("message") >= 1
     assert len(tags) <= 6

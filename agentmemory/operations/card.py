@@ -208,8 +208,8 @@ def fit_card(
     transcript: int | None = None, counter: TokenCounter | None = None,
 ) -> CardParts:
     """Fill ``parts`` with relevant results in order while the rendered card stays within the
-    hard ``budget`` (the summary gets at most a third of it, and is shortened further if the card
-    is over budget without any results);
+    hard ``budget`` (the summary gets at most a third of it, and is shortened further, then the
+    last topics dropped, if the card is over budget without any results);
     with a ``soft`` budget, stop after the result that reaches it. The raw tail messages the
     caller asked for are never cut, so only they can exceed a hard budget. With ``transcript``
     (the tokens of the messages the card replaces) the summary never outgrows them (messages it
@@ -226,6 +226,8 @@ def fit_card(
         if over > 0 and parts.summary:
             keep = max(counter.count(parts.summary) - over, 0)
             parts = parts.model_copy(update={"summary": counter.truncate(parts.summary, keep) if keep > 8 else ""})
+        while parts.topics and counter.count(renderer(parts)) > budget:  # then the last topics go
+            parts = parts.model_copy(update={"topics": parts.topics[:-1]})
     memo: dict[int, int] = {}
 
     def cost(k: int) -> int:  # tokens of the card with the first k candidates

@@ -49,10 +49,8 @@ DEFAULT_TEMPLATE = """\
 {% if summary %}  <summary>{{ summary }}</summary>
 {% endif %}
 {% if relevant %}  <relevant_information>
-{% for day in relevant_by_date %}<on date="{{ day.date }}">
-{% for r in day.records %}<{{ r.type }}{% if r.role %} role="{{ r.role }}"{% endif %}{% if r.status != "valid" %} status="{{ r.status }}"{% endif %}>{{ r.content }}</{{ r.type }}>
-{% endfor %}</on>
-{% endfor %}  </relevant_information>
+{% for day in relevant_by_date %}{% for r in day.records %}<{{ r.type }}{% if loop.first %} date="{{ day.date }}"{% endif %}{% if r.role %} role="{{ r.role }}"{% endif %}{% if r.status != "valid" %} status="{{ r.status }}"{% endif %}>{{ r.content }}</{{ r.type }}>
+{% endfor %}{% endfor %}  </relevant_information>
 {% endif %}
 {% if recent_messages %}  <recent_messages>
 {% for m in recent_messages %}    <message><timestamp>{{ m.date }}</timestamp>{% if m.role %}<role>{{ m.role }}</role>{% endif %}<content>{{ m.content }}</content></message>
