@@ -50,7 +50,7 @@ def agentmemory_register_card_renderers(register: Register) -> None:
 @hookimpl
 def agentmemory_register_token_counters(register: Register) -> None:
     """The estimate (default) and OpenAI's encodings, loaded offline."""
-    register("estimate", "agentmemory.tokens:EstimateCounter", description="pre-tokenizer pieces costed by script: model-independent, cheap, at or a little above cl100k")
+    register("estimate", "agentmemory.tokens:EstimateCounter", description="pre-tokenizer pieces costed by script: model-independent, cheap, near cl100k")
     register("cl100k_base", "agentmemory.tokens:cl100k_counter", description="OpenAI cl100k_base (bpe-openai or cached tiktoken)",
              install_hint="pip install 'agentmemory[tokenizers]'")
     register("o200k_base", "agentmemory.tokens:o200k_counter", description="OpenAI o200k_base (bpe-openai or cached tiktoken)",

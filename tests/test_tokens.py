@@ -66,7 +66,7 @@ def test_the_estimate_stays_at_or_a_little_above_openais_encodings(kind: str) ->
     text = SAMPLES[kind]
     cl100k = EncodingCounter("cl100k_base").count(text)
     ratio = estimate_tokens(text) / cl100k
-    assert 0.95 <= ratio <= 1.5, f"{kind}: estimate {estimate_tokens(text)} vs cl100k {cl100k} ({ratio:.2f}x)"
+    assert 0.9 <= ratio <= 1.4, f"{kind}: estimate {estimate_tokens(text)} vs cl100k {cl100k} ({ratio:.2f}x)"
     if kind.startswith("english"):
         assert ratio <= 1.25, f"{kind}: {ratio:.2f}x wastes budget on plain English"
 
