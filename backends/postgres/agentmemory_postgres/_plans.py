@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections import Counter
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
@@ -33,11 +34,13 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Fetch:
-    """A statement whose rows come back (``binary``: in binary format, for vectors)."""
+    """A statement whose rows come back (``binary``: in binary format, for vectors; ``step``:
+    which step of a vector search it is, for ``explained``)."""
 
     sql: str
     params: Sequence[Any] = ()
     binary: bool = False
+    step: str = ""
 
 
 @dataclass(frozen=True)
@@ -198,22 +201,60 @@ def _records_by_id(names: q.Names, rids: Sequence[str]) -> Plan[dict[str, Record
 class VectorPlanner:
     """How ``vector_search`` picks an exact scan or the HNSW index.
 
-    A bounded count of the rows the filter selects decides: at most ``exact_max_rows`` are
-    ranked exactly (``ORDER BY distance + 0``, which no index can serve); more go through the
+    A bounded count of the rows the filter selects decides: at most ``exact_limit(n)`` of a
+    store's ``n`` vectors are ranked exactly (``ORDER BY distance + 0``, which no index can
+    serve). The limit is ``max(exact_max_rows, sqrt(exact_scale * n))``: the exact scan costs
+    in proportion to the scope's ``s`` rows, a filtered index scan in proportion to the rows it
+    walks past to find enough of them, ``n / s`` per hit, so they break even where ``s`` grows
+    as ``sqrt(n)``; ``exact_scale`` = 500 is measured (README, "Choosing the path"). More go through the
     HNSW index with iterative scans (``hnsw.iterative_scan = relaxed_order``), fetching
     ``max(k * overfetch, k + min_extra)`` candidates that are re-ranked exactly. A metadata
-    filter that leaves fewer than ``k`` of them falls back to the exact scan.
+    filter (applied in Python) asks the index for more rows, 4× at a time, until that many
+    candidates pass it; when the index runs dry first (``max_scan_tuples``), or gives fewer
+    than ``k``, the exact scan answers.
     """
 
     index: bool = True
     exact_max_rows: int = 2000
+    exact_scale: int = 500
     overfetch: int = 2
     min_extra: int = 40
     ef_search: int = 100
     max_scan_tuples: int = 20_000
 
+    def exact_limit(self, total: int) -> int:
+        """The largest scope ranked exactly in a store of ``total`` vectors."""
+        return max(self.exact_max_rows, math.isqrt(self.exact_scale * max(total, 0)))
+
+    def index_from(self) -> int:
+        """The fewest vectors a store holds when its unscoped searches use the index (a scope of
+        every row ``n`` passes ``exact_limit(n)`` once ``n > max(exact_max_rows, exact_scale)``)."""
+        return max(self.exact_max_rows, self.exact_scale) + 1
+
     def fetch(self, k: int) -> int:
+        """Candidates the index query asks for (re-ranked exactly, then cut to ``k``)."""
         return max(k * self.overfetch, k + self.min_extra)
+
+    def settings(self, fetch: int) -> list[str]:
+        """``HNSW_SETTINGS``' parameters for a query fetching ``fetch`` candidates (pgvector
+        caps ``hnsw.ef_search`` at 1,000; the iterative scan goes on past it)."""
+        ef = min(MAX_EF_SEARCH, max(self.ef_search, fetch))
+        return [str(ef), str(max(self.max_scan_tuples, fetch * 10))]
+
+
+MAX_EF_SEARCH = 1000
+"""pgvector's upper bound of ``hnsw.ef_search`` (a larger value is an error)."""
+
+
+HNSW_SETTINGS = (
+    "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+    "set_config('hnsw.max_scan_tuples', %s, true), set_config('enable_sort', 'off', true)"
+)
+"""The index query's settings, local to its transaction (``SET LOCAL``): the search width, pgvector
+0.8's iterative scan (keep scanning the graph until enough rows pass the filter, or
+``max_scan_tuples`` were visited) and ``enable_sort = off``, so that PostgreSQL does serve the
+query from the HNSW index once the planner has chosen it: left alone it answers scopes of up to
+~10 % of the table with a bitmap scan and a sort, an exact scan slower than the index there."""
 
 
 def _ranked(query: np.ndarray, cands: Sequence[tuple[str, np.ndarray]]) -> list[tuple[str, float]]:
@@ -239,27 +280,31 @@ def vector_plan(names: q.Names, vector: np.ndarray, flt: RecordFilter, k: int, p
     base = f"FROM {names.records} r WHERE r.embedding IS NOT NULL AND {where}"
     top: list[tuple[str, float]] | None = None
     if names.engine != "pgvector":  # exact, in Python, over every vector the filter selects
-        rows = yield Fetch(f"SELECT r.record_id, r.embedding{md} {base}", params, binary=True)
+        rows = yield Fetch(f"SELECT r.record_id, r.embedding{md} {base}", params, binary=True, step="client")
         cands = [(row[0], row[1]) for row in rows if not md or _metadata_ok(row[2], flt)]
         top = _ranked(query, cands)[:k]
     elif planner.index:
-        rows = yield Fetch(f"SELECT count(*) FROM (SELECT 1 {base} LIMIT %s) x", [*params, planner.exact_max_rows + 1])
+        rows = yield Fetch(f"SELECT n_docs FROM {names.meta} WHERE store_key = ''", step="total")
+        limit_rows = planner.exact_limit(int(rows[0][0]) if rows else 0)
+        rows = yield Fetch(f"SELECT count(*) FROM (SELECT 1 {base} LIMIT %s) x", [*params, limit_rows + 1], step="count")
         n = int(rows[0][0])
         if n == 0:
             return []
-        if n > planner.exact_max_rows:
-            fetch = planner.fetch(k)
-            yield Fetch(
-                "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                "set_config('hnsw.max_scan_tuples', %s, true)",
-                [str(max(planner.ef_search, fetch)), str(max(planner.max_scan_tuples, fetch * 10))],
-            )
-            rows = yield Fetch(
-                f"SELECT r.record_id, r.embedding{md} {base} ORDER BY r.embedding {names.cosine} %s LIMIT %s",
-                [*params, q.encode_vector(names, query), fetch],
-                binary=True,
-            )
-            cands = [(row[0], row[1]) for row in rows if not md or _metadata_ok(row[2], flt)]
+        if n > limit_rows:
+            want = planner.fetch(k)
+            limit = want
+            while True:
+                yield Fetch(HNSW_SETTINGS, planner.settings(limit), step="settings")
+                rows = yield Fetch(
+                    f"SELECT r.record_id, r.embedding{md} {base} ORDER BY r.embedding {names.cosine} %s LIMIT %s",
+                    [*params, q.encode_vector(names, query), limit],
+                    binary=True,
+                    step="hnsw",
+                )
+                cands = [(row[0], row[1]) for row in rows if not md or _metadata_ok(row[2], flt)]
+                if not md or len(cands) >= want or len(rows) < limit or limit >= planner.max_scan_tuples:
+                    break
+                limit *= 4
             if len(cands) >= k:
                 top = _ranked(query, cands)[:k]
     if top is None:
@@ -279,6 +324,7 @@ def _exact_top(
             f"SELECT r.record_id, r.embedding, (r.embedding {names.cosine} %s) + 0 AS d{md} {base} ORDER BY d LIMIT %s",
             [q.encode_vector(names, query), *params, limit],
             binary=True,
+            step="exact",
         )
         cands = [(row[0], row[1]) for row in rows if not md or _metadata_ok(row[3], flt)]
         ranked = _ranked(query, cands)
@@ -288,6 +334,72 @@ def _exact_top(
         if len(ranked) >= k and round(last - _DIST_EPS, 6) > round(ranked[k - 1][1], 6):
             return ranked[:k]
         limit *= 4
+
+
+@dataclass
+class VectorSearchTrace:
+    """How one vector search ran (``PostgresStore.explain_vector_search``): the store's vector
+    count, the scope's row count as the planner saw it (bounded by ``exact_limit + 1``), the path (``exact``, ``hnsw``,
+    ``hnsw+exact`` when the index left fewer than ``k`` and the exact scan answered, ``client``),
+    the index settings in force in the search's transaction, and PostgreSQL's plan of each
+    ranking statement (``EXPLAIN``, in that same transaction)."""
+
+    total_rows: int | None = None
+    scope_rows: int | None = None
+    steps: list[str] = field(default_factory=list)
+    settings: dict[str, str] = field(default_factory=dict)
+    plans: dict[str, list[str]] = field(default_factory=dict)
+    hits: list[Hit] = field(default_factory=list)
+
+    @property
+    def path(self) -> str:
+        ranked = [s for s in self.steps if s in ("client", "hnsw", "exact")]
+        return "+".join(dict.fromkeys(ranked)) or "none"
+
+    @property
+    def index_used(self) -> bool:
+        """True when PostgreSQL served the ``hnsw`` step from the HNSW index."""
+        return any("am_records_hnsw" in line for line in self.plans.get("hnsw", []))
+
+
+_SHOW_SETTINGS = (
+    "SELECT current_setting('hnsw.ef_search'), current_setting('hnsw.iterative_scan'), "
+    "current_setting('hnsw.max_scan_tuples'), current_setting('enable_sort')"
+)
+
+
+def explained(plan: Plan[list[Hit]]) -> Plan[VectorSearchTrace]:
+    """Run a ``vector_plan`` and record how it ran (``VectorSearchTrace``): each ranking
+    statement is preceded by its ``EXPLAIN`` and the settings step followed by a read of the
+    settings in force, in the same transaction; the search's own statements are unchanged."""
+    trace = VectorSearchTrace()
+    result: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            stmt = plan.send(result) if error is None else plan.throw(error)
+        except StopIteration as stop:
+            trace.hits = list(stop.value)
+            return trace
+        result, error = None, None
+        step = stmt.step if isinstance(stmt, Fetch) else ""
+        try:
+            if isinstance(stmt, Fetch) and step in ("client", "hnsw", "exact") and step not in trace.plans:
+                rows = yield Fetch("EXPLAIN " + stmt.sql, stmt.params)
+                trace.plans[step] = [str(row[0]) for row in rows]
+            result = yield stmt
+            if step == "settings":
+                rows = yield Fetch(_SHOW_SETTINGS)
+                names = ("hnsw.ef_search", "hnsw.iterative_scan", "hnsw.max_scan_tuples", "enable_sort")
+                trace.settings = {name: str(value) for name, value in zip(names, rows[0])}
+            if step == "total":
+                trace.total_rows = int(result[0][0]) if result else 0
+            if step == "count":
+                trace.scope_rows = int(result[0][0])
+        except Exception as exc:  # noqa: BLE001 - handed to the search plan, as the driver would
+            error = exc
+        if step:
+            trace.steps.append(step)
 
 
 def keyword_plan(names: q.Names, text: str, flt: RecordFilter, k: int, analyzer: Analyzer) -> Plan[list[Hit]]:
@@ -336,12 +448,12 @@ def keyword_plan(names: q.Names, text: str, flt: RecordFilter, k: int, analyzer:
 
 def settle_plan(names: q.Names, planner: VectorPlanner) -> Plan[dict[str, bool]]:
     """``settle``: both indexes are maintained by every write; the HNSW one answers searches
-    once a scope holds more than ``exact_max_rows`` vectors."""
+    once a scope holds more than ``exact_limit`` of the store's vectors."""
     rows = yield Fetch(f"SELECT n_docs FROM {names.meta} WHERE store_key = ''")
     n = int(rows[0][0]) if rows else 0
     out = {"keyword": True}
     if planner.index and names.engine == "pgvector":
-        out["vector"] = n > planner.exact_max_rows
+        out["vector"] = n >= planner.index_from()
     return out
 
 

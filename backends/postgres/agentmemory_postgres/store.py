@@ -48,6 +48,7 @@ from agentmemory.spi import (
     StoreInfo,
     WriteBatch,
 )
+from agentmemory.validation import validate_filter, validate_k, validate_vector
 
 from . import _plans as plans
 from . import _sql as q
@@ -74,6 +75,7 @@ _OPTIONS = {
     "pool_timeout": float,
     "connect_timeout": int,
     "exact_max_rows": int,
+    "exact_scale": int,
     "vector_index": bool,
     "ef_search": int,
     "vector_engine": str,
@@ -271,8 +273,10 @@ class PostgresStore(MemoryStore):
     * ``pool_min`` / ``pool_max`` — connections per pool (defaults 1 and 8); ``pool_timeout``
       — seconds to wait for a connection before ``BackendUnavailable`` (default 10);
       ``connect_timeout`` — seconds per connection attempt (default 5).
-    * ``exact_max_rows`` — scopes with at most this many vectors are ranked exactly (default
-      2,000); larger ones go through the HNSW index with iterative scans.
+    * ``exact_max_rows``, ``exact_scale`` — a scope of at most ``max(exact_max_rows,
+      sqrt(exact_scale * n))`` of the store's ``n`` vectors is ranked exactly (defaults 2,000
+      and 500, measured: see the README); larger ones go through the HNSW index with iterative
+      scans. ``exact_scale=0`` makes ``exact_max_rows`` the whole rule.
     * ``vector_index`` — use the HNSW index at all (default True).
     * ``ef_search`` — the smallest ``hnsw.ef_search`` of an indexed query (default 100).
     * ``vector_engine`` — ``pgvector`` (a ``vector(dim)`` column, HNSW, ``<=>``), ``client``
@@ -294,6 +298,7 @@ class PostgresStore(MemoryStore):
         pool_timeout: float | str = 10.0,
         connect_timeout: int | str = 5,
         exact_max_rows: int | str = 2000,
+        exact_scale: int | str = 500,
         vector_index: bool | str = True,
         ef_search: int | str = 100,
         vector_engine: str = "auto",
@@ -316,6 +321,7 @@ class PostgresStore(MemoryStore):
         self._planner = plans.VectorPlanner(
             index=_as_bool("vector_index", vector_index),
             exact_max_rows=_as_int("exact_max_rows", exact_max_rows, 0),
+            exact_scale=_as_int("exact_scale", exact_scale, 0),
             ef_search=_as_int("ef_search", ef_search, 1),
         )
         if vector_engine not in ENGINES:
@@ -403,11 +409,12 @@ class PostgresStore(MemoryStore):
         return self._names.engine if self.is_open else self._engine_option
 
     def index_thresholds(self) -> dict[str, int]:
-        """``"vector"``: HNSW answers scopes of more than ``exact_max_rows`` vectors;
+        """``"vector"``: from this many vectors the HNSW index answers unscoped searches (scopes
+        of more than ``max(exact_max_rows, sqrt(exact_scale * n))``);
         ``"keyword"``: the GIN index on terms serves every keyword search."""
         out = {"keyword": 1}
         if self._uses_index():
-            out["vector"] = self._planner.exact_max_rows + 1
+            out["vector"] = self._planner.index_from()
         return out
 
     def info(self) -> StoreInfo:
@@ -423,6 +430,7 @@ class PostgresStore(MemoryStore):
                 "language": self._analyzer.language,
                 "analyzer": self._analyzer.fingerprint,
                 "exact_max_rows": self._planner.exact_max_rows,
+                "exact_scale": self._planner.exact_scale,
                 "vector_index": self._uses_index(),
                 "vector_engine": self._names.engine,
             },
@@ -680,6 +688,20 @@ class PostgresStore(MemoryStore):
     def _vector_search(self, vector: np.ndarray, filter: RecordFilter, k: int) -> list[Hit]:
         make = lambda: plans.vector_plan(self._names, vector, filter, k, self._planner)  # noqa: E731
         return list(self._run(make, "vector search", _READ_TX))
+
+    def explain_vector_search(self, vector: np.ndarray, filter: RecordFilter | None = None, k: int = 10) -> plans.VectorSearchTrace:
+        """Run ``vector_search`` and say how it ran: the planner's path (exact scan or HNSW), the
+        index settings in force in its transaction and PostgreSQL's plan of each ranking
+        statement (``VectorSearchTrace``; its ``hits`` are the search's). For diagnosing a slow
+        or index-less search; it adds an ``EXPLAIN`` per ranking statement."""
+        flt = filter if filter is not None else RecordFilter()
+        dim = self._check_open()
+        vec = validate_vector("vector", vector, dim)
+        validate_k(k)
+        validate_filter(flt)
+        make = lambda: plans.explained(plans.vector_plan(self._names, vec, flt, k, self._planner))  # noqa: E731
+        trace: plans.VectorSearchTrace = self._run(make, "vector search", _READ_TX)
+        return trace
 
     def _keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
         make = lambda: plans.keyword_plan(self._names, text, filter, k, self._analyzer)  # noqa: E731

@@ -15,6 +15,6 @@ class TestPostgresConformance(BackendConformance):
         return PostgresStore.in_directory(path)
 
     def make_indexed_store(self, path: Path) -> PostgresStore:
-        """The index tier's store: the HNSW path from 100 vectors per scope (pgvector engine),
-        so the tier's 320 records reach the indexed path."""
-        return PostgresStore.in_directory(path, exact_max_rows=100)
+        """The index tier's store: the HNSW path from 100 vectors per scope (pgvector engine;
+        ``exact_scale=0``: no size-dependent exact limit), so the tier's 320 records reach it."""
+        return PostgresStore.in_directory(path, exact_max_rows=100, exact_scale=0)
