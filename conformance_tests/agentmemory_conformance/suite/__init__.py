@@ -28,6 +28,7 @@ from .spi_bulk import BulkAddTests
 from .spi_exact import ExactValueTests
 from .spi_index_text import IndexTextTests
 from .spi_links import LinkTests
+from .spi_paths import SearchPathTests
 from .spi_records import BatchOrderTests, LifecycleTests, PersistenceTests, QueryTests, RecordCrudTests
 from .spi_scope import MetadataFilterTests, RecordTypeTests, ScopeTests
 from .spi_search import CapabilityTests, KeywordSearchTests, VectorSearchTests
@@ -39,6 +40,7 @@ class BackendConformance(
     ModelBasedTests,
     IndexTierTests,
     BlindSpotTests,
+    SearchPathTests,
     ConcurrencyTests,
     FaultTests,
     HostileInputTests,
