@@ -223,7 +223,8 @@ class VectorPlanner:
     max_scan_tuples: int = 20_000
 
     def exact_limit(self, total: int) -> int:
-        """The largest scope ranked exactly in a store of ``total`` vectors."""
+        """The largest scope ranked exactly in a store of ``total`` vectors (``vector_plan``
+        computes the same in SQL, beside the scope's count)."""
         return max(self.exact_max_rows, math.isqrt(self.exact_scale * max(total, 0)))
 
     def index_from(self) -> int:
@@ -271,23 +272,31 @@ def _ranked(query: np.ndarray, cands: Sequence[tuple[str, np.ndarray]]) -> list[
 
 def vector_plan(names: q.Names, vector: np.ndarray, flt: RecordFilter, k: int, planner: VectorPlanner) -> Plan[list[Hit]]:
     """``vector_search``: exact below the planner's threshold, HNSW above; hits are always
-    re-ranked with exact distances, ties by record id."""
+    re-ranked with exact distances, ties by record id. Candidates come with their record
+    columns, so a search is at most one planning statement, the index settings and one ranking
+    statement per round (plus the transaction's BEGIN and COMMIT)."""
     query = q.unit(vector)
     where, params = q.compile_filter(flt)
     if where == "FALSE":
         return []
-    md = ", r.metadata" if flt.metadata_filter else ""
+    md = bool(flt.metadata_filter)
     base = f"FROM {names.records} r WHERE r.embedding IS NOT NULL AND {where}"
+    cols = f"{q.RECORD_COLUMNS}, r.embedding"
     top: list[tuple[str, float]] | None = None
+    found: dict[str, Sequence[Any]] = {}
     if names.engine != "pgvector":  # exact, in Python, over every vector the filter selects
-        rows = yield Fetch(f"SELECT r.record_id, r.embedding{md} {base}", params, binary=True, step="client")
+        rows = yield Fetch(f"SELECT r.record_id, r.embedding, r.metadata {base}", params, binary=True, step="client")
         cands = [(row[0], row[1]) for row in rows if not md or _metadata_ok(row[2], flt)]
         top = _ranked(query, cands)[:k]
     elif planner.index:
-        rows = yield Fetch(f"SELECT n_docs FROM {names.meta} WHERE store_key = ''", step="total")
-        limit_rows = planner.exact_limit(int(rows[0][0]) if rows else 0)
-        rows = yield Fetch(f"SELECT count(*) FROM (SELECT 1 {base} LIMIT %s) x", [*params, limit_rows + 1], step="count")
-        n = int(rows[0][0])
+        rows = yield Fetch(
+            f"WITH m AS (SELECT n_docs, greatest(%s::bigint, floor(sqrt(%s::float8 * n_docs))::bigint) AS l "
+            f"FROM {names.meta} WHERE store_key = '') "
+            f"SELECT m.n_docs, m.l, (SELECT count(*) FROM (SELECT 1 {base} LIMIT (SELECT l + 1 FROM m)) x) FROM m",
+            [planner.exact_max_rows, planner.exact_scale, *params],
+            step="count",
+        )
+        limit_rows, n = (int(rows[0][1]), int(rows[0][2])) if rows else (planner.exact_max_rows, 1)
         if n == 0:
             return []
         if n > limit_rows:
@@ -296,55 +305,61 @@ def vector_plan(names: q.Names, vector: np.ndarray, flt: RecordFilter, k: int, p
             while True:
                 yield Fetch(HNSW_SETTINGS, planner.settings(limit), step="settings")
                 rows = yield Fetch(
-                    f"SELECT r.record_id, r.embedding{md} {base} ORDER BY r.embedding {names.cosine} %s LIMIT %s",
+                    f"SELECT {cols} {base} ORDER BY r.embedding {names.cosine} %s LIMIT %s",
                     [*params, q.encode_vector(names, query), limit],
                     binary=True,
                     step="hnsw",
                 )
-                cands = [(row[0], row[1]) for row in rows if not md or _metadata_ok(row[2], flt)]
-                if not md or len(cands) >= want or len(rows) < limit or limit >= planner.max_scan_tuples:
+                kept = [row for row in rows if not md or _metadata_ok(row[13], flt)]
+                if not md or len(kept) >= want or len(rows) < limit or limit >= planner.max_scan_tuples:
                     break
                 limit *= 4
-            if len(cands) >= k:
-                top = _ranked(query, cands)[:k]
+            if len(kept) >= k:
+                found = {row[0]: row for row in kept}
+                top = _ranked(query, [(row[0], row[14]) for row in kept])[:k]
     if top is None:
-        top = yield from _exact_top(names, query, flt, base, params, k, md)
-    records = yield from _records_by_id(names, [rid for rid, _ in top])
-    return [Hit(record=records[rid], distance=d) for rid, d in top if rid in records]
+        top, found = yield from _exact_top(names, query, flt, base, params, k)
+    if names.engine != "pgvector":
+        records = yield from _records_by_id(names, [rid for rid, _ in top])
+        return [Hit(record=records[rid], distance=d) for rid, d in top if rid in records]
+    return [Hit(record=q.decode_record(found[rid]), distance=d) for rid, d in top]
 
 
 def _exact_top(
-    names: q.Names, query: np.ndarray, flt: RecordFilter, base: str, params: list[Any], k: int, md: str
-) -> Plan[list[tuple[str, float]]]:
-    """The exact top ``k``: fetch ``k + TIE_SPARE`` rows by pgvector's distance (no index),
-    re-rank exactly, and fetch more until no unfetched row can tie with or beat the k-th."""
+    names: q.Names, query: np.ndarray, flt: RecordFilter, base: str, params: list[Any], k: int
+) -> Plan[tuple[list[tuple[str, float]], dict[str, Sequence[Any]]]]:
+    """The exact top ``k`` and the candidates' rows: fetch ``k + TIE_SPARE`` rows by pgvector's
+    distance (no index), re-rank exactly, and fetch more until no unfetched row can tie with or
+    beat the k-th."""
     limit = k + TIE_SPARE
+    md = bool(flt.metadata_filter)
     while True:
         rows = yield Fetch(
-            f"SELECT r.record_id, r.embedding, (r.embedding {names.cosine} %s) + 0 AS d{md} {base} ORDER BY d LIMIT %s",
+            f"SELECT {q.RECORD_COLUMNS}, r.embedding, (r.embedding {names.cosine} %s) + 0 AS d {base} ORDER BY d LIMIT %s",
             [q.encode_vector(names, query), *params, limit],
             binary=True,
             step="exact",
         )
-        cands = [(row[0], row[1]) for row in rows if not md or _metadata_ok(row[3], flt)]
-        ranked = _ranked(query, cands)
+        kept = {row[0]: row for row in rows if not md or _metadata_ok(row[13], flt)}
+        ranked = _ranked(query, [(rid, row[14]) for rid, row in kept.items()])
         if len(rows) < limit:
-            return ranked[:k]
-        last = float(rows[-1][2])
+            return ranked[:k], kept
+        last = float(rows[-1][15])
         if len(ranked) >= k and round(last - _DIST_EPS, 6) > round(ranked[k - 1][1], 6):
-            return ranked[:k]
+            return ranked[:k], kept
         limit *= 4
 
 
 @dataclass
 class VectorSearchTrace:
     """How one vector search ran (``PostgresStore.explain_vector_search``): the store's vector
-    count, the scope's row count as the planner saw it (bounded by ``exact_limit + 1``), the path (``exact``, ``hnsw``,
+    count, the largest scope it ranks exactly (``VectorPlanner.exact_limit``), the scope's row count as the planner saw it (bounded by ``exact_limit + 1``), the path (``exact``, ``hnsw``,
     ``hnsw+exact`` when the index left fewer than ``k`` and the exact scan answered, ``client``),
     the index settings in force in the search's transaction, and PostgreSQL's plan of each
     ranking statement (``EXPLAIN``, in that same transaction)."""
 
     total_rows: int | None = None
+    exact_limit: int | None = None
     scope_rows: int | None = None
     steps: list[str] = field(default_factory=list)
     settings: dict[str, str] = field(default_factory=dict)
@@ -392,10 +407,8 @@ def explained(plan: Plan[list[Hit]]) -> Plan[VectorSearchTrace]:
                 rows = yield Fetch(_SHOW_SETTINGS)
                 names = ("hnsw.ef_search", "hnsw.iterative_scan", "hnsw.max_scan_tuples", "enable_sort")
                 trace.settings = {name: str(value) for name, value in zip(names, rows[0])}
-            if step == "total":
-                trace.total_rows = int(result[0][0]) if result else 0
-            if step == "count":
-                trace.scope_rows = int(result[0][0])
+            if step == "count" and result:
+                trace.total_rows, trace.exact_limit, trace.scope_rows = (int(v) for v in result[0])
         except Exception as exc:  # noqa: BLE001 - handed to the search plan, as the driver would
             error = exc
         if step:
