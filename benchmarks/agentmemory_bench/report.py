@@ -17,6 +17,9 @@ TARGETS = {
     # issue 4 (DuckDB) and issue 5 (hnswlib), stated for 100k records x 384 dims
     "duckdb": {"scoped_p50_ms": 15.0, "recall": 0.99, "unscoped_x": 1.5, "ingest_rows_per_s": 5000.0, "ingest_x": 2.0},
     "hnswlib": {"scoped_p50_ms": 2.0, "recall": 0.99, "unscoped_x": 3.0, "ingest_x": 1.5},
+    # issue 30 (postgres): search p50 <= 1.5x the raw pgvector query in every cell, ingest >= 0.8x
+    # raw COPY throughput (time <= 1.25x)
+    "postgres": {"recall": 0.99, "unscoped_x": 1.5, "scoped_x": 1.5, "ingest_x": 1.25},
 }
 
 
@@ -87,8 +90,13 @@ def check_targets(backend: dict[str, Any], t: dict[str, float]) -> dict[str, Any
     worst_p50 = max((cells[k]["p50_ms"] or 0.0) for k in scoped) if scoped else None
     worst_recall = min((cells[k]["recall"] or 0.0) for k in CELL_ORDER if k in cells) if cells else None
     unscoped_x = ratios["cells"].get(UNSCOPED, {}).get("p50_x")
-    checks: dict[str, Any] = {
-        "scoped_p50_max_ms": {"value": worst_p50, "target": f"<= {t['scoped_p50_ms']}", "ok": worst_p50 is not None and worst_p50 <= t["scoped_p50_ms"]},
+    checks: dict[str, Any] = {}
+    if "scoped_p50_ms" in t:
+        checks["scoped_p50_max_ms"] = {"value": worst_p50, "target": f"<= {t['scoped_p50_ms']}", "ok": worst_p50 is not None and worst_p50 <= t["scoped_p50_ms"]}
+    if "scoped_x" in t:
+        worst_x = max((ratios["cells"].get(k, {}).get("p50_x") or float("inf")) for k in scoped) if scoped else None
+        checks["scoped_p50_x_raw_max"] = {"value": worst_x, "target": f"<= {t['scoped_x']}", "ok": worst_x is not None and worst_x <= t["scoped_x"]}
+    checks |= {
         "recall_min": {"value": worst_recall, "target": f">= {t['recall']}", "ok": worst_recall is not None and worst_recall >= t["recall"]},
         "unscoped_p50_x_raw": {"value": unscoped_x, "target": f"<= {t['unscoped_x']}", "ok": unscoped_x is not None and unscoped_x <= t["unscoped_x"]},
         "ingest_time_x_raw": {"value": ratios.get("ingest_time_x"), "target": f"<= {t['ingest_x']}", "ok": ratios.get("ingest_time_x") is not None and ratios["ingest_time_x"] <= t["ingest_x"]},

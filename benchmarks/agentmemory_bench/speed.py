@@ -30,7 +30,7 @@ BULK_LOAD_OPTIONS = {"duckdb": "auto_index=false"}
 ``build_indexes()`` after the ingest (timed apart), as its README recommends, instead of
 background builds competing with the ingest for the CPU."""
 
-RAW_ENGINE_OF = {"duckdb": "duckdb", "hnswlib": "hnswlib", "memory": "numpy"}
+RAW_ENGINE_OF = {"duckdb": "duckdb", "hnswlib": "hnswlib", "memory": "numpy", "postgres": "pgvector", "postgresql": "pgvector"}
 """The raw engine each backend is compared with (others: numpy exact)."""
 
 
