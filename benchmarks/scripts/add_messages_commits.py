@@ -1,0 +1,175 @@
+"""``add_messages`` of 2 messages (rule-based extraction) on a store of ``--size`` records, with the
+core of two commits side by side, and one raw inserting DuckDB commit of the same rows (a
+measurement, not a test; issue #31).
+
+    git worktree add /tmp/am-old <old commit>; git worktree add /tmp/am-new <new commit>
+    nice -n 5 .venv/bin/python benchmarks/scripts/add_messages_commits.py \\
+        --old /tmp/am-old --new /tmp/am-new --size 100000 [--backends duckdb,hnswlib] [--json PATH]
+
+For each backend it builds one store (``bulk_add`` of chat-like messages with 384-d vectors,
+100 per thread, and one memory per 50 messages), then times ``thread.add_messages`` of a
+2-message turn (a user message the rule-based extractor turns into a memory, and a reply) in
+child processes that import the core from ``--old`` or ``--new`` (the backends are the
+installed ones), alternating old and new ``--rounds`` times on the same store, each child on
+threads of its own; the embedder is the hashing one (~0.1 ms a text, included). On DuckDB it
+also times a bare ``BEGIN; INSERT 3 rows (2 messages + 1 memory, through Arrow as the store
+does); COMMIT`` on the same file. DuckDB is opened with ``auto_index=false`` so no background
+index build competes (the turn's searches are scoped to one user and answered exactly). Prints
+p50 ms per side and the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+DIM = 384
+
+CHILD = r"""
+import json, sys, time
+import agentmemory
+from agentmemory import AgentMemory, HashingEmbedder
+
+uri, tag, turns = sys.argv[1], sys.argv[2], int(sys.argv[3])
+memory = AgentMemory(uri, embedder=HashingEmbedder(384))
+walls = []
+for t in range(turns):
+    thread = memory.create_thread(thread_id=f"{tag}-t{t}", user_id=f"{tag}-u{t % 4}", agent_id="bench")
+    for k in range(3):  # a few turns per thread: the extraction state is read and written each time
+        msgs = [
+            {"role": "user", "content": f"Order {1000 * t + k} arrived damaged and I need a return."},
+            {"role": "assistant", "content": "Sorry to hear that, I have opened a return for you."},
+        ]
+        t0 = time.perf_counter()
+        thread.add_messages(msgs)
+        walls.append((time.perf_counter() - t0) * 1000)
+memory.close()
+print(json.dumps({"core": agentmemory.__file__, "ms": walls}))
+"""
+
+RAW = r"""
+import json, sys, time
+import duckdb
+import pyarrow as pa
+
+path, rounds = sys.argv[1], int(sys.argv[2])
+con = duckdb.connect(path)
+rows = pa.concat_tables([  # the rows of one turn: 2 messages and the memory extracted from them
+    con.execute("SELECT * FROM am_records WHERE rtype = 'message' LIMIT 2").fetch_arrow_table(),
+    con.execute("SELECT * FROM am_records WHERE rtype = 'fact' LIMIT 1").fetch_arrow_table(),
+])
+top = con.execute("SELECT max(seq) FROM am_records").fetchone()[0]
+walls = []
+for r in range(rounds):
+    ids = pa.array([f"raw-{r}-{i}" for i in range(3)])
+    seqs = pa.array([top + 1 + 3 * r + i for i in range(3)], pa.int64())
+    table = rows.set_column(rows.schema.get_field_index("rid"), "rid", ids)
+    table = table.set_column(table.schema.get_field_index("seq"), "seq", seqs)
+    t0 = time.perf_counter()
+    con.execute("BEGIN")
+    con.register("new_rows", table)
+    con.execute("INSERT INTO am_records SELECT * FROM new_rows")
+    con.unregister("new_rows")
+    con.execute("COMMIT")
+    walls.append((time.perf_counter() - t0) * 1000)
+con.execute("DELETE FROM am_records WHERE rid LIKE 'raw-%'")
+con.close()
+print(json.dumps({"ms": walls}))
+"""
+
+
+def build(backend: str, location: Path, size: int) -> str:
+    """A store of ``size`` records (messages, and a memory every 50); returns its URI."""
+    from agentmemory import AgentMemory, HashingEmbedder
+    from agentmemory.bulk import RecordColumns
+
+    uri = f"duckdb://{location}.duckdb?auto_index=false" if backend == "duckdb" else f"hnswlib://{location}"
+    memory = AgentMemory(uri, embedder=HashingEmbedder(DIM), memory_extraction_config={"extract_memories": False})
+    rng = np.random.default_rng(0)
+    t0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    chunk = 10_000
+    with memory.store.deferring_indexes():
+        for start in range(0, size, chunk):
+            n = min(chunk, size - start)
+            idx = range(start, start + n)
+            vectors = rng.standard_normal((n, DIM)).astype(np.float32)
+            memory.store.bulk_add(RecordColumns(
+                record_id=[f"r{i}" for i in idx],
+                content=[f"Fact {i}: the user mentioned topic {i % 997}." if i % 50 == 0 else f"message {i} about topic {i % 997}" for i in idx],
+                record_type=["fact" if i % 50 == 0 else "message" for i in idx],
+                timestamp=[t0 + timedelta(seconds=i) for i in idx],
+                user_id=[f"user{i // 1000}" for i in idx],
+                agent_id="bench",
+                thread_id=[None if i % 50 == 0 else f"thread{i // 100}" for i in idx],
+                role=[None if i % 50 == 0 else ("user" if i % 2 else "assistant") for i in idx],
+                vectors=vectors,
+            ))
+    memory.close()
+    return uri
+
+
+def run_child(code: str, core: Path | None, *args: str) -> dict[str, Any]:
+    env = dict(os.environ)
+    if core is not None:
+        env["PYTHONPATH"] = str(core)
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, check=False, cwd=core or None)
+    if out.returncode:
+        raise SystemExit(f"child failed: {out.stderr[-2000:]}")
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    if core is not None and not str(result["core"]).startswith(str(core)):
+        raise SystemExit(f"child imported the core from {result['core']}, not {core}")
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--old", type=Path, required=True, help="checkout of the core before (two commits per call)")
+    ap.add_argument("--new", type=Path, required=True, help="checkout of the core after (one commit)")
+    ap.add_argument("--size", type=int, default=100_000)
+    ap.add_argument("--backends", default="duckdb,hnswlib")
+    ap.add_argument("--turns", type=int, default=20, help="threads per child (3 calls each)")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    report: dict[str, Any] = {"size": args.size, "turn": "add_messages of 2 messages, rule-based extraction"}
+    with tempfile.TemporaryDirectory() as tmp:
+        for backend in args.backends.split(","):
+            t0 = time.perf_counter()
+            uri = build(backend, Path(tmp) / backend, args.size)
+            print(f"{backend}: built {args.size} records in {time.perf_counter() - t0:.0f} s", flush=True)
+            side: dict[str, list[float]] = {"old": [], "new": []}
+            per_child: dict[str, list[float]] = {"old": [], "new": []}
+            for r in range(args.rounds):
+                for name, core in (("old", args.old), ("new", args.new)):
+                    ms = run_child(CHILD, core.resolve(), uri, f"{name}{r}", str(args.turns))["ms"]
+                    side[name] += ms
+                    per_child[name].append(round(statistics.median(ms), 2))
+            row: dict[str, Any] = {name: statistics.median(ms) for name, ms in side.items()}
+            row["calls"] = len(side["new"])
+            row["p50 per child"] = per_child
+            row["new/old"] = row["new"] / row["old"]
+            if backend == "duckdb":
+                path = uri.removeprefix("duckdb://").split("?")[0]
+                raw = run_child(RAW, None, path, str(20 * args.rounds))["ms"]
+                row["raw_commit"] = statistics.median(raw)
+                row["old/raw"] = row["old"] / row["raw_commit"]
+                row["new/raw"] = row["new"] / row["raw_commit"]
+            report[backend] = row
+            print(f"{backend}: " + ", ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()), flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
