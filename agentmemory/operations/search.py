@@ -224,11 +224,13 @@ def fuse_scores(rankings: Sequence[tuple[float, Sequence[Hit]]]) -> list[tuple[R
 
 
 def neighbour_boost(
-    scored: Sequence[tuple[Record, float | None, float]], weight: float = NEIGHBOUR_WEIGHT
+    scored: Sequence[tuple[Record, float | None, float]], weight: float | None = None
 ) -> list[tuple[Record, float | None, float]]:
     """Raise each candidate message by ``weight`` × the fused score of its best candidate
     neighbour (the nearest candidate message of the same thread on either side, within
-    ``NEIGHBOUR_SEQ_GAP`` sequence numbers), then re-sort. Other records are unchanged."""
+    ``NEIGHBOUR_SEQ_GAP`` sequence numbers), then re-sort. Other records are unchanged.
+    ``weight`` defaults to ``NEIGHBOUR_WEIGHT`` as it is at call time."""
+    weight = NEIGHBOUR_WEIGHT if weight is None else weight
     by_thread: dict[str | None, list[int]] = {}
     for i, (rec, _, _) in enumerate(scored):
         if rec.record_type is RecordType.MESSAGE:

@@ -49,9 +49,7 @@ def main() -> None:
           + " | ".join(f"{label} @2000" for label in CATEGORIES.values()) + " |")
     print("|---" * (3 + len(BUDGETS) + len(CATEGORIES)) + "|")
     for vw, nw, floor in grid:
-        search.HYBRID_VECTOR_WEIGHT, search.FUSION_FLOOR = vw, floor
-        defaults = search.neighbour_boost.__defaults__
-        search.neighbour_boost.__defaults__ = (nw,)
+        search.HYBRID_VECTOR_WEIGHT, search.NEIGHBOUR_WEIGHT, search.FUSION_FLOOR = vw, nw, floor
         found: dict[int, list[bool]] = {b: [] for b in BUDGETS}
         by_cat: dict[int, list[bool]] = {c: [] for c in CATEGORIES}
         t0 = time.perf_counter()
@@ -66,7 +64,6 @@ def main() -> None:
                     found[b] += hit
                     if b == 2000:
                         by_cat[q.category] += hit
-        search.neighbour_boost.__defaults__ = defaults
         recall = " | ".join(f"{sum(found[b]) / len(found[b]):.3f}" for b in BUDGETS)
         cats = " | ".join(f"{sum(v) / len(v):.3f}" if v else "-" for v in by_cat.values())
         print(f"| {vw} | {nw} | {floor} | {recall} | {cats} |  ({time.perf_counter() - t0:.0f} s)", flush=True)
