@@ -58,6 +58,7 @@ from agentmemory.spi import (
 from . import _sql
 from ._columns import Columns, VectorRow, to_us, unit
 from ._index import ReconcileReport, Snapshots, VectorIndex
+from ._postings import FILE as POSTINGS_FILE
 from ._postings import Postings
 
 try:  # POSIX advisory locks; elsewhere the single-process rule is documented, not enforced
@@ -196,8 +197,15 @@ class HnswlibStore(MemoryStore):
         self._cols: Columns | None = None
         self._index: VectorIndex | None = None
         self._postings: Postings | None = None
-        """Keyword postings (``_postings``): built at the first keyword search, then kept up to
-        date by every write."""
+        """Keyword postings (``_postings``): loaded on open from the persisted base (caught up
+        with the commits after it), else built at the first keyword search; kept up to date by
+        every write, persisted at settle, checkpoints and close."""
+        self.postings_builds = 0
+        """How many times this store object built the postings' base from the FTS bodies (a
+        reopen that loads the persisted base builds none: tests, diagnostics)."""
+        self.postings_source: str | None = None
+        """Where the current postings came from: ``loaded`` (the persisted base), ``built``, or
+        None (none yet)."""
         self._snaps = Snapshots(self._directory)
         self._txn = 0
         self._store_uid = ""
@@ -288,6 +296,7 @@ class HnswlibStore(MemoryStore):
                     "ef_search": self._ef_search if self._ef_search is not None else f"auto ({self._ef_floor()})",
                     "language": self._analyzer.language,
                     "analyzer": self._analyzer.fingerprint,
+                    "keyword_postings": self.postings_source,
                 },
             )
 
@@ -465,11 +474,55 @@ class HnswlibStore(MemoryStore):
                 raise BackendUnavailable(f"cannot read {self._directory / DB_FILE}: {exc}") from exc
         self._cols, self._index, self.last_reconcile = state
         self._postings = None
+        self.postings_source = None
         self._records.clear()
         self._snaps = snaps
         snaps.remove_orphans(keep=snaps.generation if manifest is not None else None)
+        self._load_postings()
         if self._index.unsaved or (self.last_reconcile.source != "snapshot" and self._cols.n):
             self._checkpoint(force=True)  # so that the next open takes the fast path
+
+    def _load_postings(self) -> None:
+        """Take up the persisted postings base, caught up with the commits after it: its gone
+        labels masked, every document changed since (``rev`` above its transaction) in the
+        overlay. Anything amiss (no file, another store or analyzer, damage, a count that does
+        not add up) leaves no postings: the first keyword search builds them."""
+        con, cols = self._con, self._cols
+        assert con is not None and cols is not None
+        if not cols.n or not (self._directory / POSTINGS_FILE).exists():
+            return
+        try:
+            postings = Postings.load(self._directory, cols, store_uid=self._store_uid,
+                                     analyzer=self._analyzer.fingerprint, txn=self._txn)
+            postings.removed(postings.gone(cols))
+            changed = [label for (label,) in con.execute(
+                "SELECT v.label FROM vectors v JOIN records r ON r.record_id = v.record_id WHERE r.rev > ?",
+                (postings.txn,),
+            )]
+            postings.changed(con, changed)
+            if not postings.covers(cols):
+                raise ValueError("postings and records disagree after catching up")
+        except Exception as exc:  # noqa: BLE001 - any doubt: rebuilt from the records when needed
+            log.warning("keyword postings of %s unusable (%s); they will be rebuilt", self._directory, exc)
+            return
+        self._postings, self.postings_source = postings, "loaded"
+
+    def _build_postings(self, con: sqlite3.Connection, cols: Columns) -> Postings:
+        """A fresh postings base from the FTS bodies as of the current transaction."""
+        postings = self._postings = Postings(con, cols, self._txn)
+        self.postings_builds += 1
+        self.postings_source = "built"
+        return postings
+
+    def _save_postings(self) -> None:
+        """Persist the postings' base unless the file already holds it (call under the lock)."""
+        postings, cols = self._postings, self._cols
+        if postings is None or postings.saved or cols is None:
+            return
+        try:
+            postings.save(self._directory, store_uid=self._store_uid, analyzer=self._analyzer.fingerprint, cols=cols)
+        except OSError as exc:  # only the next open's speed is at stake
+            log.warning("could not persist the keyword postings of %s: %s", self._directory, exc)
 
     def _new_index(self, dimension: int) -> VectorIndex:
         return VectorIndex(dimension, M=self._M, ef_construction=self._ef_construction, num_threads=self._num_threads)
@@ -565,6 +618,8 @@ class HnswlibStore(MemoryStore):
             try:
                 if self._index is not None and self._cols is not None and self._index.unsaved:
                     self._checkpoint(force=True)
+                if self._con is not None and self._broken is None:
+                    self._save_postings()
             finally:
                 self._release()
 
@@ -576,6 +631,7 @@ class HnswlibStore(MemoryStore):
         self._index = None
         self._cols = None
         self._postings = None
+        self.postings_source = None
         # the masks are keyed by the columns' id(): a reopened store's new columns may reuse it
         self._masks.clear()
         self._masks_of = None
@@ -634,11 +690,12 @@ class HnswlibStore(MemoryStore):
             postings = self._postings
             if cols.n and (postings is None or postings.overlay or postings.masked):
                 try:
-                    self._postings = Postings(con, cols)
+                    self._build_postings(con, cols)
                 except sqlite3.Error as exc:
                     raise _backend_error(exc) from exc
             if index.unsaved:
                 self._checkpoint(force=True)
+            self._save_postings()
             return {"vector": True, "keyword": self._postings is not None}
 
     def _checkpoint(self, force: bool = False) -> None:
@@ -651,6 +708,7 @@ class HnswlibStore(MemoryStore):
             self._snaps.save(self._store_uid, self._txn, index, cols)
         except OSError as exc:  # the records are safe in SQLite; the next open reconciles
             log.warning("could not snapshot the hnswlib index in %s: %s", self._directory, exc)
+        self._save_postings()
 
     def _usable(self) -> None:
         if self._broken is not None:
@@ -1107,7 +1165,7 @@ class HnswlibStore(MemoryStore):
                 return []
             postings = self._postings
             if postings is None or postings.stale(cols.n):
-                postings = self._postings = Postings(con, cols)
+                postings = self._build_postings(con, cols)
             slots, scores = postings.score(terms, filter, cols, self._mask(cols, filter))
             if filter.metadata_filter and len(slots):
                 ok = cols.meta_ok(slots, dict(filter.metadata_filter))
