@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.ma  # noqa: F401 - np.unique imports it at its first call: 10 ms of a reopened store's first search
 
 from agentmemory.bm25 import idf, length_norm, term_score
 from agentmemory.spi import ANY, RecordFilter
