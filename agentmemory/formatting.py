@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from xml.sax.saxutils import escape, quoteattr
 
+from .index_text import speaker_name
 from .records import LinkedResult, Record
 
 
@@ -43,6 +44,8 @@ def format_record(
     parts.append(element("timestamp", record.timestamp.isoformat(timespec="seconds")))
     if record.role:
         parts.append(element("role", record.role))
+    if name := speaker_name(record):
+        parts.append(element("name", name))
     if show_status:
         parts.append(element("status", record.status.value))
         reason = (record.metadata.get("$agent_memory") or {}).get("invalidation_reason")

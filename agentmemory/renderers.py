@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from .card_model import CardParts
 from .formatting import attribute, element, xml_text
+from .index_text import speaker_label, speaker_name
 from .records import Record
 
 
@@ -16,6 +17,8 @@ def _item_xml(record: Record) -> str:
     inner = element("timestamp", record.timestamp.date().isoformat())
     if record.role:
         inner += element("role", record.role)
+    if name := speaker_name(record):
+        inner += element("name", name)
     if record.status.value != "valid":
         inner += element("status", record.status.value)
     inner += element("content", record.content)
@@ -28,6 +31,8 @@ def _relevant_xml(record: Record, *, dated: bool = True) -> str:
     attrs = attribute("date", record.timestamp.date().isoformat()) if dated else ""
     if record.role:
         attrs += attribute("role", record.role)
+    if name := speaker_name(record):
+        attrs += attribute("name", name)
     if record.status.value != "valid":
         attrs += attribute("status", record.status.value)
     tag = record.record_type.value
@@ -93,7 +98,8 @@ class MarkdownCardRenderer:
 
     def item(self, record: Record) -> str:
         """One relevant record as a bullet."""
-        role = f" ({_md(record.role)})" if record.role else ""
+        who = ", ".join(x for x in (record.role, speaker_name(record)) if x)
+        role = f" ({_md(who)})" if who else ""
         return f"- **{record.record_type.value}**{role}: {_md(record.content)}"
 
     def __call__(self, parts: CardParts) -> str:
@@ -111,5 +117,5 @@ class MarkdownCardRenderer:
                 lines.extend(self.item(r) for r in records)
             out.append("### Relevant information\n" + "\n".join(lines))
         if parts.recent_messages:
-            out.append("### Recent messages\n" + "\n".join(f"- {_md(m.role or '')}: {_md(m.content)}" for m in parts.recent_messages))
+            out.append("### Recent messages\n" + "\n".join(f"- {_md(speaker_label(m) or '')}: {_md(m.content)}" for m in parts.recent_messages))
         return "\n\n".join(out)

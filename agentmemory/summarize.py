@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .analysis import DEFAULT_LANGUAGE, Analyzer
+from .index_text import speaker_label
 from .records import Record
 from .tokens import EstimateCounter, TokenCounter
 
@@ -132,7 +133,7 @@ def extractive_summary(messages: Sequence[Record], token_budget: int, counter: T
         counter = _ESTIMATE  # stateless: one instance serves as the memo key
     if token_budget <= 0:
         return ""
-    return _remembered_summary(tuple((m.role or "message", m.content) for m in messages), token_budget, counter)
+    return _remembered_summary(tuple((speaker_label(m) or "message", m.content) for m in messages), token_budget, counter)
 
 
 _ESTIMATE = EstimateCounter()

@@ -22,6 +22,7 @@ from ..effects import Call, Gather, Op
 from ..embedders.base import embed_op
 from ..errors import InvalidArgument
 from ..filters import validate_metadata_filter
+from ..index_text import spoken_line
 from ..records import MEMORY_TYPES, MESSAGE_TYPES, Record, RecordStatus, RecordType, SearchResult
 from ..spi import Capability, Hit, Order, RecordFilter
 from ..summarize import extractive_summary
@@ -29,7 +30,7 @@ from ..tokens import EstimateCounter, TokenCounter
 from ..validation import validate_positive_int
 from .context import MemoryContext, ThreadScope
 from .lookup import internal_metadata
-from .search import HYBRID_VECTOR_WEIGHT, fuse_scores, neighbour_boost, statuses_for, validate_budget
+from .search import HYBRID_VECTOR_WEIGHT, fuse_scores, neighbour_boost, speaker_boost, statuses_for, validate_budget
 from .summary import SUMMARY_TOKENS, summary_for_range_op, window_op
 
 CARD_TYPES = frozenset({*MEMORY_TYPES, RecordType.MESSAGE})
@@ -119,7 +120,8 @@ def _ranked_op(
             rankings += [(weights[i] * HYBRID_VECTOR_WEIGHT, vec[:k]), (weights[i] * (1 - HYBRID_VECTOR_WEIGHT), kw[:k])]
         else:
             rankings.append((weights[i], vec[:k]))
-    return [Hit(record=rec, distance=dist, score=score) for rec, dist, score in neighbour_boost(fuse_scores(rankings))]
+    scored = neighbour_boost(speaker_boost(fuse_scores(rankings), queries[0] if queries else ""))
+    return [Hit(record=rec, distance=dist, score=score) for rec, dist, score in scored]
 
 
 def _typed_search_op(
@@ -393,7 +395,7 @@ def context_card_op(
     counter = ctx.token_counter
     transcript = None
     if len(window) < wanted:  # the whole thread is in the window: the card never outgrows it
-        transcript = sum(counter.count(f"{m.role}: {m.content}") for m in derived)
+        transcript = sum(counter.count(spoken_line(m)) for m in derived)
     summary_text = summary.content
     if offline and summary_text:
         summary_text = offline_card_summary(derived[-int(fallback_message_count):], candidates, recent_msgs, counter)

@@ -15,10 +15,10 @@ from ..effects import Call, Op
 from ..embedders.base import embed_op
 from ..errors import InvalidArgument, NotFound
 from ..ids import new_id
-from ..index_text import embedding_text, message_index_texts
+from ..index_text import SPEAKER_KEY, embedding_text, message_index_texts
 from ..records import MESSAGE_TYPES, Record, RecordType
 from ..spi import NewRecord, Order
-from ..validation import validate_content, validate_id, validate_metadata, validate_positive_int
+from ..validation import RESERVED_METADATA_KEY, validate_content, validate_id, validate_metadata, validate_positive_int
 from .context import OMITTED, MemoryContext, ThreadScope
 from .extraction import after_messages_op
 from .lookup import parse_timestamp, previous_message_op, thread_record_op
@@ -31,7 +31,10 @@ DEFAULT_MESSAGE_WINDOW = 20
 
 class Message(BaseModel):
     """A message to add: role (user/assistant/system/tool), content, optional id, timestamp
-    (datetime or ISO string) and metadata. Messages take the store's default TTL."""
+    (datetime or ISO string), metadata and ``name``: the speaker (OpenAI's ``name`` field), for
+    chats between people. A named speaker is indexed and embedded with the turn, shown in the
+    card, and a query that names a participant favours that participant's turns
+    (``search.speaker_boost``). Messages take the store's default TTL."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
@@ -40,6 +43,10 @@ class Message(BaseModel):
     id: str | None = None
     timestamp: datetime | str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    name: str | None = None
+
+
+MAX_NAME_CHARS = 100
 
 
 def parse_message(index: int, item: Any) -> Message:
@@ -62,6 +69,10 @@ def parse_message(index: int, item: Any) -> Message:
     if msg.id is not None:
         validate_id(f"{arg}.id", msg.id)
     validate_metadata(f"{arg}.metadata", msg.metadata)
+    if msg.name is not None:
+        validate_content(f"{arg}.name", msg.name)
+        if len(msg.name) > MAX_NAME_CHARS or len(msg.name.splitlines()) > 1:
+            raise InvalidArgument(f"{arg}.name", f"must be one line of at most {MAX_NAME_CHARS} characters")
     return msg
 
 
@@ -95,7 +106,7 @@ def add_messages_op(ctx: MemoryContext, scope: ThreadScope, messages: Any, call_
                 timestamp=ts,
                 created_at=now,
                 expires_at=expires_at(ctx, OMITTED, now, ts),
-                metadata=dict(msg.metadata),
+                metadata={**msg.metadata, RESERVED_METADATA_KEY: {SPEAKER_KEY: msg.name.strip()}} if msg.name else dict(msg.metadata),
             )
         )
     if ctx.index_context:

@@ -6,8 +6,11 @@ is one message with its session's date as timestamp and ``dia_id``/speaker in me
 turn's caption is appended to its text (``… [shares a photo: CAPTION]``).
 
 Speakers: ``speaker_a`` is stored as role ``user``, ``speaker_b`` as ``assistant``, and every
-message's content starts with the speaker's name (``Name: text``), the way a user would store a
-chat between two people; it also makes the names searchable (a documented choice, see the report).
+message carries its speaker's name (``add_messages([{"name": "Caroline", ...}])``), the way a
+chat between two people is stored: search indexes and embeds ``Name: text`` and favours the
+turns of a participant the question names (``speaker_boost``); a packed turn reads
+``[date] Name: text`` (before the ``name`` field, 2026-12-02, the name was a ``Name: `` prefix
+of the content, which packs and embeds the same text).
 
 Methods rank the stored turns for a question (a method is a name plus ``(thread, question) ->
 ranked records``; search rows are ``thread.search`` option sets, so ablations are data), or build
@@ -34,6 +37,7 @@ from typing import Any
 from agentmemory import AgentMemory, Thread
 from agentmemory.errors import BackendUnavailable
 from agentmemory.formatting import xml_text
+from agentmemory.index_text import spoken_line
 from agentmemory.records import Record
 from agentmemory.spi import Capability, MemoryStore, RecordFilter
 from agentmemory.tokens import CallableCounter, EncodingCounter, estimate_tokens
@@ -58,8 +62,8 @@ CARD_ROWS = (CARD, CARD_COUNTED)
 # ---- data ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Turn:
-    """One turn as stored: ``content`` is ``Speaker: body``; ``body`` is the turn's text with any
-    image caption appended."""
+    """One turn: ``body`` (the turn's text with any image caption appended) is stored as the
+    message's content and ``speaker`` as its ``name``; ``content`` is how it reads in a prompt."""
 
     dia_id: str
     speaker: str
@@ -70,7 +74,7 @@ class Turn:
 
     @property
     def content(self) -> str:
-        """The stored message text (speaker prefix + body)."""
+        """``Speaker: body``: the turn as packed (``render_turn``) and embedded (``embedding_text``)."""
         return f"{self.speaker}: {self.body}"
 
 
@@ -269,8 +273,8 @@ def render_line(timestamp: datetime, content: str) -> str:
 
 
 def render_turn(record: Record) -> str:
-    """A stored turn as packed (``render_line``)."""
-    return render_line(record.timestamp, record.content)
+    """A stored turn as packed (``render_line``), its speaker's name first."""
+    return render_line(record.timestamp, spoken_line(record))
 
 
 def pack(records: Sequence[Record], budget: int, count: Callable[[str], int], memo: dict[int, int] | None = None) -> tuple[int, int]:
@@ -453,7 +457,7 @@ def ingest(client: AgentMemory, convs: Sequence[LocomoConversation], *, extract:
             for session, turns in by_session.items():
                 thread.add_messages([
                     {
-                        "id": f"{conv.thread_id}-{i}-{t.dia_id}", "role": t.role, "content": t.content, "timestamp": t.timestamp,
+                        "id": f"{conv.thread_id}-{i}-{t.dia_id}", "role": t.role, "name": t.speaker, "content": t.body, "timestamp": t.timestamp,
                         "metadata": {"dia_id": t.dia_id, "speaker": t.speaker, "session": session},
                     }
                     for i, t in enumerate(turns)
@@ -640,7 +644,7 @@ def run(
         "sha256": sha,
         "tokenizer": tokenizer.name,
         "embedder": getattr(getattr(embedder, "inner", embedder), "name", "?"),
-        "speaker_prefix": "content stored as 'Speaker: text'; speaker_a -> role user, speaker_b -> role assistant",
+        "speaker_prefix": "speaker stored as the message's name, content = the turn's text; packed as '[date] Speaker: text'; speaker_a -> role user, speaker_b -> role assistant",
         "conversations": len(convs),
         "turns": sum(len(c.turns) for c in convs),
         "questions": sum(len(c.questions) for c in convs),

@@ -5,8 +5,8 @@
         --cache-dir /tmp/lc/cache [--questions N]
 
 Knobs (``agentmemory.operations.search``): ``HYBRID_VECTOR_WEIGHT`` (vector share of the fused
-score), ``NEIGHBOUR_WEIGHT`` (share of the best neighbouring candidate's score a turn gains) and
-``FUSION_FLOOR``. Dev figures only: a setting chosen here must be a general one (the rules in
+score), ``NEIGHBOUR_WEIGHT`` (share of the best neighbouring candidate's score a turn gains),
+``FUSION_FLOOR`` and ``SPEAKER_WEIGHT`` (share a turn gains when the question names its speaker). Dev figures only: a setting chosen here must be a general one (the rules in
 ``benchmarks/README.md``), and the held-out split decides.
 """
 
@@ -32,6 +32,7 @@ def main() -> None:
     ap.add_argument("--vector-weights", default="0.5,0.6,0.7")
     ap.add_argument("--neighbour-weights", default="0.2,0.3,0.4")
     ap.add_argument("--floors", default="0.05")
+    ap.add_argument("--speaker-weights", default="0.0")
     args = ap.parse_args()
     convs = load_locomo(args.path, max_questions=args.questions)
     tokenizer = load_tokenizer()
@@ -44,12 +45,13 @@ def main() -> None:
         [float(x) for x in args.vector_weights.split(",")],
         [float(x) for x in args.neighbour_weights.split(",")],
         [float(x) for x in args.floors.split(",")],
+        [float(x) for x in args.speaker_weights.split(",")],
     )
-    print("| vector weight | neighbour weight | floor | " + " | ".join(str(b) for b in BUDGETS) + " | "
+    print("| vector weight | neighbour weight | floor | speaker weight | " + " | ".join(str(b) for b in BUDGETS) + " | "
           + " | ".join(f"{label} @2000" for label in CATEGORIES.values()) + " |")
-    print("|---" * (3 + len(BUDGETS) + len(CATEGORIES)) + "|")
-    for vw, nw, floor in grid:
-        search.HYBRID_VECTOR_WEIGHT, search.NEIGHBOUR_WEIGHT, search.FUSION_FLOOR = vw, nw, floor
+    print("|---" * (4 + len(BUDGETS) + len(CATEGORIES)) + "|")
+    for vw, nw, floor, sw in grid:
+        search.HYBRID_VECTOR_WEIGHT, search.NEIGHBOUR_WEIGHT, search.FUSION_FLOOR, search.SPEAKER_WEIGHT = vw, nw, floor, sw
         found: dict[int, list[bool]] = {b: [] for b in BUDGETS}
         by_cat: dict[int, list[bool]] = {c: [] for c in CATEGORIES}
         t0 = time.perf_counter()
@@ -66,7 +68,7 @@ def main() -> None:
                         by_cat[q.category] += hit
         recall = " | ".join(f"{sum(found[b]) / len(found[b]):.3f}" for b in BUDGETS)
         cats = " | ".join(f"{sum(v) / len(v):.3f}" if v else "-" for v in by_cat.values())
-        print(f"| {vw} | {nw} | {floor} | {recall} | {cats} |  ({time.perf_counter() - t0:.0f} s)", flush=True)
+        print(f"| {vw} | {nw} | {floor} | {sw} | {recall} | {cats} |  ({time.perf_counter() - t0:.0f} s)", flush=True)
     client.close()
 
 
