@@ -26,13 +26,14 @@ def _item_xml(record: Record) -> str:
 
 
 def _relevant_xml(record: Record, *, dated: bool = True) -> str:
-    """A relevant record with its date (unless the record before it has the same one), role and
-    (non-valid) status as attributes."""
+    """A relevant record with its date (unless the record before it has the same one), its
+    speaker (``name`` when the caller named one, else ``role``: one attribute, so a named chat
+    costs no more markup than an unnamed one) and (non-valid) status as attributes."""
     attrs = attribute("date", record.timestamp.date().isoformat()) if dated else ""
-    if record.role:
-        attrs += attribute("role", record.role)
     if name := speaker_name(record):
         attrs += attribute("name", name)
+    elif record.role:
+        attrs += attribute("role", record.role)
     if record.status.value != "valid":
         attrs += attribute("status", record.status.value)
     tag = record.record_type.value
@@ -98,7 +99,7 @@ class MarkdownCardRenderer:
 
     def item(self, record: Record) -> str:
         """One relevant record as a bullet."""
-        who = ", ".join(x for x in (record.role, speaker_name(record)) if x)
+        who = speaker_label(record)
         role = f" ({_md(who)})" if who else ""
         return f"- **{record.record_type.value}**{role}: {_md(record.content)}"
 

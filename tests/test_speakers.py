@@ -76,6 +76,10 @@ def test_the_card_names_the_speakers():
     _, thread, _ = _group_chat()
     card = thread.get_context_card(max_recent_messages=4).content
     assert "<name>Melanie</name>" in card and "<name>Caroline Lee</name>" in card
+    thread.add_messages([{"role": "user", "name": "Melanie", "content": "Where is that lake painting now?"}])
+    card = thread.get_context_card(max_relevant_results=3).content
+    # a relevant record names its speaker in place of the role: the same markup as an unnamed turn
+    assert '<message name="Melanie">I finished a painting of the lake at sunrise.</message>' in card
 
 
 def _rec(rid: str, name: str | None) -> Record:
