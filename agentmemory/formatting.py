@@ -11,6 +11,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from .index_text import speaker_name
 from .records import LinkedResult, Record
+from .validation import internal_metadata
 
 
 def xml_text(text: str) -> str:
@@ -48,7 +49,7 @@ def format_record(
         parts.append(element("name", name))
     if show_status:
         parts.append(element("status", record.status.value))
-        reason = (record.metadata.get("$agent_memory") or {}).get("invalidation_reason")
+        reason = internal_metadata(record).get("invalidation_reason")
         if reason:
             parts.append(element("invalidation_reason", str(reason)))
     parts.append(element("content", record.content))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .records import Record, RecordType
-from .validation import RESERVED_METADATA_KEY
+from .validation import internal_metadata
 
 PREVIOUS_CHARS = 600
 """How much of the previous turn joins a message's index text (its start; a long turn's
@@ -26,8 +26,7 @@ SPEAKER_KEY = "name"
 
 def speaker_name(record: Record) -> str | None:
     """The message's speaker name, when the caller gave one."""
-    internal = record.metadata.get(RESERVED_METADATA_KEY)
-    name = internal.get(SPEAKER_KEY) if isinstance(internal, dict) else None
+    name = internal_metadata(record).get(SPEAKER_KEY)
     return name if isinstance(name, str) and name else None
 
 

@@ -15,12 +15,12 @@ from .config import MemoryExtractionConfig, ResolvedExtractionConfig
 from .effects import run_async, run_sync
 from .operations import card, memories, summary
 from .operations.context import OMITTED, MemoryContext, ThreadScope
-from .operations.lookup import user_metadata
 from .operations.messages import Message, add_messages_op, get_in_thread_op, get_messages_op
 from .operations.search import build_search, search_op, thread_search_options
 from .operations.threads import thread_scope
 from .records import MEMORY_TYPES, MESSAGE_TYPES, Record, RecordStatus, SearchResult, Summary
 from .spi import MemoryStore
+from .validation import user_metadata
 
 __all__ = ["Message", "Thread"]
 

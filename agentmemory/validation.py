@@ -31,6 +31,17 @@ RESERVED_ID_PREFIX = "@"
 RESERVED_METADATA_KEY = "$agent_memory"
 
 
+def user_metadata(record: Record) -> dict[str, Any]:
+    """A record's metadata without the reserved ``$agent_memory`` key."""
+    return {k: v for k, v in record.metadata.items() if k != RESERVED_METADATA_KEY}
+
+
+def internal_metadata(record: Record) -> dict[str, Any]:
+    """The reserved ``$agent_memory`` part of a record's metadata."""
+    value = record.metadata.get(RESERVED_METADATA_KEY) or {}
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
 _METADATA_ENCODER = json.JSONEncoder(allow_nan=False, ensure_ascii=False)
 """One encoder for every metadata check (``json.dumps`` with options builds one per call)."""
 

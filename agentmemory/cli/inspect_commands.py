@@ -89,7 +89,7 @@ def _record_table(title: str, rows: Sequence[Record]) -> IdTable:
     """Records as a table: type, status, time, and content with its id below it, then the scope
     ids that differ between rows (one shared value goes into the title). Ids share one column,
     a line each, so they stay whole at any terminal width the other columns can give way to."""
-    from ..operations.lookup import user_metadata
+    from ..validation import user_metadata
     from .inspect_options import id_lines
     from .tables import IdTable, longest
 
@@ -195,10 +195,9 @@ def messages_command(
     """Show a thread's messages in order.
 
     From --offset (at most --limit), or the newest --last N."""
-    from ..operations.lookup import user_metadata
     from ..records import MESSAGE_TYPES
     from ..spi import Order, RecordFilter
-    from ..validation import validate_positive_int
+    from ..validation import user_metadata, validate_positive_int
 
     with cli_errors():
         out = output_format(fmt, as_json, as_jsonl)

@@ -27,9 +27,8 @@ from ..records import MEMORY_TYPES, MESSAGE_TYPES, Record, RecordStatus, RecordT
 from ..spi import Capability, Hit, Order, RecordFilter
 from ..summarize import extractive_summary
 from ..tokens import EstimateCounter, TokenCounter
-from ..validation import validate_positive_int
+from ..validation import internal_metadata, validate_positive_int
 from .context import MemoryContext, ThreadScope
-from .lookup import internal_metadata
 from .search import HYBRID_VECTOR_WEIGHT, fuse_scores, neighbour_boost, speaker_boost, statuses_for, validate_budget
 from .summary import SUMMARY_TOKENS, summary_for_range_op, window_op
 

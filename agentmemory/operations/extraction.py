@@ -28,10 +28,10 @@ from ..extraction.models import ExtractionContext, ExtractionOutput, LinkOutput,
 from ..ids import new_id
 from ..records import MEMORY_TYPES, MESSAGE_TYPES, Link, LinkType, Record, RecordStatus, RecordType
 from ..spi import NewRecord, Order, WriteBatch
-from ..validation import RESERVED_METADATA_KEY, validate_metadata
+from ..validation import RESERVED_METADATA_KEY, internal_metadata, validate_metadata
 from .context import OMITTED, MemoryContext, ThreadScope
 from .links import invalidation_patches
-from .lookup import internal_metadata, state_patch, stored_summary_op, thread_record_op, thread_state
+from .lookup import state_patch, stored_summary_op, thread_record_op, thread_state
 from .retention import expires_at
 from .summary import update_summary_op, write_summary_op
 

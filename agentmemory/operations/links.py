@@ -12,9 +12,9 @@ from ..errors import InvalidArgument, NotFound
 from ..ids import new_id
 from ..records import MEMORY_TYPES, MESSAGE_TYPES, Link, Record, RecordStatus
 from ..spi import RecordFilter, RecordPatch, WriteBatch
-from ..validation import RESERVED_METADATA_KEY, validate_id, validate_link_type, validate_metadata
+from ..validation import RESERVED_METADATA_KEY, internal_metadata, validate_id, validate_link_type, validate_metadata
 from .context import OMITTED, MemoryContext
-from .lookup import get_record_op, internal_metadata
+from .lookup import get_record_op
 from .reindex import follower_patches_op, stale_summaries_op
 
 

@@ -4,7 +4,6 @@ the arguments every listing and write shares (timestamps, list scopes)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
@@ -13,7 +12,7 @@ from ..errors import InvalidArgument, NotFound
 from ..ids import summary_record_id, thread_record_id
 from ..records import MESSAGE_TYPES, Record, RecordType, Summary
 from ..spi import ANY, Order, RecordFilter, RecordPatch
-from ..validation import RESERVED_METADATA_KEY, validate_id, validate_optional_id
+from ..validation import RESERVED_METADATA_KEY, internal_metadata, validate_id, validate_optional_id
 from .context import OMITTED, MemoryContext
 
 LIST_LIMIT_MAX = 10_000
@@ -46,17 +45,6 @@ def thread_record_op(ctx: MemoryContext, thread_id: str) -> Op[Record]:
     if not rows:
         raise NotFound("thread", thread_id)
     return rows[0]
-
-
-def user_metadata(record: Record) -> dict[str, Any]:
-    """A record's metadata without the reserved ``$agent_memory`` key."""
-    return {k: v for k, v in record.metadata.items() if k != RESERVED_METADATA_KEY}
-
-
-def internal_metadata(record: Record) -> dict[str, Any]:
-    """The reserved ``$agent_memory`` part of a record's metadata."""
-    value = record.metadata.get(RESERVED_METADATA_KEY) or {}
-    return dict(value) if isinstance(value, Mapping) else {}
 
 
 def parse_timestamp(argument: str, value: Any) -> datetime | None:

@@ -15,6 +15,7 @@ from ..records import MEMORY_TYPES, Link, Record, RecordStatus, RecordType
 from ..spi import ANY, NewRecord, RecordFilter, RecordPatch, WriteBatch
 from ..validation import (
     RESERVED_METADATA_KEY,
+    internal_metadata,
     validate_content,
     validate_id,
     validate_link_type,
@@ -29,7 +30,6 @@ from .links import delete_records_op, invalidate_patch
 from .lookup import (
     LIST_LIMIT_MAX,
     get_record_op,
-    internal_metadata,
     list_scope,
     parse_timestamp,
     previous_message_op,

@@ -11,10 +11,10 @@ from ..errors import Conflict, InvalidArgument
 from ..ids import profile_record_id
 from ..records import Profile, Record, RecordType
 from ..spi import NewRecord, RecordFilter, WriteBatch
-from ..validation import validate_content, validate_id, validate_metadata, validate_positive_int
+from ..validation import user_metadata, validate_content, validate_id, validate_metadata, validate_positive_int
 from .context import MemoryContext
 from .links import delete_records_op
-from .lookup import LIST_LIMIT_MAX, user_metadata
+from .lookup import LIST_LIMIT_MAX
 
 
 def profile_of(record: Record) -> Profile:

@@ -12,6 +12,8 @@ from ..records import Record, RecordType, ThreadInfo
 from ..spi import NewRecord, RecordFilter, RecordPatch, WriteBatch
 from ..validation import (
     RESERVED_METADATA_KEY,
+    internal_metadata,
+    user_metadata,
     validate_id,
     validate_metadata,
     validate_optional_id,
@@ -19,7 +21,7 @@ from ..validation import (
 )
 from .context import OMITTED, MemoryContext, ThreadScope
 from .links import delete_records_op
-from .lookup import LIST_LIMIT_MAX, internal_metadata, list_scope, thread_record_op, user_metadata
+from .lookup import LIST_LIMIT_MAX, list_scope, thread_record_op
 
 DEFAULT_CARD_CONCURRENCY = 5
 
