@@ -311,7 +311,7 @@ class MemoryStore(ABC):
     def deferring_indexes(self) -> Iterator[None]:
         """Hold back automatic index maintenance while the block writes many records (an import,
         a migration), so indexes are not rebuilt again and again as the store grows; what was
-        held back resumes after the block (a backend may wait for its next write or open;
+        held back resumes after the block (a backend may wait for its next write or search;
         ``settle`` builds it at once). Results never depend on it, only speed. The default does nothing; a backend that rebuilds indexes in
         the background overrides ``_defer_indexes``."""
         self._check_open()

@@ -253,6 +253,37 @@ def test_card_json_carries_content_tokens_and_parts(store: Store) -> None:
     assert markdown.exit_code == 0 and "<context_card>" not in markdown.stdout and markdown.stdout.strip()
 
 
+# ---- index builds ---------------------------------------------------------------------------
+def test_commands_start_no_background_index_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command is a short process: on a store whose indexes are due, neither a search, a card,
+    a listing nor an export starts a background build (its exit would wait for an HNSW build
+    DuckDB cannot interrupt, then drop it unfinished: 58 of an export's 66 s at 20k records).
+    The same search through a long-lived client does start one, so the check can fail."""
+    from agentmemory_duckdb import DuckDBStore
+
+    uri = f"duckdb://{tmp_path / 'due.duckdb'}?vector_index_min_rows=10&fts_min_rows=10"
+    with hashing_memory(f"{uri}&auto_index=false") as memory:
+        thread = memory.create_thread("t-due", user_id="u", memory_extraction_config=NO_EXTRACTION)
+        thread.add_messages([{"role": "user", "content": f"invoice {i} reconciled"} for i in range(40)])
+    started: list[str] = []
+    original = DuckDBStore._maybe_start_builder
+
+    def recording(self: DuckDBStore) -> None:
+        original(self)
+        if self._builder is not None:
+            started.append(self.name)
+
+    monkeypatch.setattr(DuckDBStore, "_maybe_start_builder", recording)
+    for args in (("search", "invoice", "--user", "u"), ("card", "t-due"),
+                 ("threads",), ("messages", "t-due"), ("stats",), ("export", "-o", str(tmp_path / "d.jsonl"))):
+        result = cli(*args, "--store", uri, "--embedder", "hashing")
+        assert result.exit_code == 0, (args, result.output)
+        assert started == [], f"`agentmemory {args[0]}` started a background index build"
+    with hashing_memory(uri) as memory:
+        memory.search("invoice", user_id="u")
+        assert started, "a long-lived client's search starts the due build"
+
+
 # ---- stats ----------------------------------------------------------------------------------
 def test_stats_counts_store_and_indexes(store: Store) -> None:
     doc = ok_json(on(store, "stats", "--json"))

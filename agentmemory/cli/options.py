@@ -116,12 +116,17 @@ def note(text: str) -> None:
 def open_memory(store: str | None, embedder: str | None = None, **options: Any) -> Iterator[AgentMemory]:
     """An ``AgentMemory`` over the resolved store (which must exist: a mistyped path is an error,
     not a new empty store), closed on exit; ``options`` go to ``AgentMemory``. Typed errors
-    become a clear message on stderr and exit status 2 (bad input) or 1 (anything else)."""
+    become a clear message on stderr and exit status 2 (bad input) or 1 (anything else).
+
+    The command runs inside ``deferring_indexes``: a command is a short process, and a
+    background index build it started would hold up its exit (DuckDB's close waits for an HNSW
+    build it cannot interrupt, then drops it unfinished). Results never depend on it."""
     from ..registry import build_embedder
     from ..spi import SchemaPolicy
     from ..transfer import opened
 
-    with cli_errors(), opened(store, build_embedder(embedder), SchemaPolicy.REQUIRE_EXISTING, **options) as memory:
+    with cli_errors(), opened(store, build_embedder(embedder), SchemaPolicy.REQUIRE_EXISTING, **options) as memory, \
+            memory.store.deferring_indexes():
         yield memory
 
 
@@ -140,7 +145,8 @@ class OpenedStore:
 def open_store(store: str | None, embedder: str | None = None) -> Iterator[OpenedStore]:
     """The resolved store (which must exist), opened for ``embedder``'s dimension as
     ``AgentMemory()`` opens it, and closed on exit, without importing the client and its
-    operations (``stats`` needs only counts and queries). Typed errors as ``open_memory``."""
+    operations (``stats`` needs only counts and queries). Typed errors and held-back index
+    builds as ``open_memory``."""
     from ..plugins import get_plugin_manager
     from ..registry import build_embedder, resolve_store
     from ..spi import SchemaPolicy
@@ -151,7 +157,8 @@ def open_store(store: str | None, embedder: str | None = None) -> Iterator[Opene
         chosen = build_embedder(embedder, plugins)
         backend.open(dimension=chosen.dimension, schema_policy=SchemaPolicy.REQUIRE_EXISTING)
         try:
-            yield OpenedStore(backend, chosen)
+            with backend.deferring_indexes():
+                yield OpenedStore(backend, chosen)
         finally:
             backend.close()
 

@@ -174,7 +174,8 @@ class DuckDBStore(MemoryStore):
       this table took 92 µs per row, at 1GB 25 µs (measured at 100k); the price of a larger log is replay time after a crash (~1.4 s
       for 100k 384-d records here). A clean ``close`` always checkpoints.
     * ``vector_index`` — use the HNSW index at all (default True).
-    * ``auto_index`` — rebuild stale indexes in a background thread (default True).
+    * ``auto_index`` — rebuild stale indexes in a background thread (default True), started by
+      the first search or write after they became due (never by ``open`` alone).
     * ``vector_index_min_rows`` — build HNSW only from this many vectors (default 20,000;
       below it an exact scan is as fast).
     * ``fts_min_rows`` — build the BM25 index only from this many documents (default 1,000).
@@ -410,8 +411,11 @@ class DuckDBStore(MemoryStore):
         self._con = con
         self._ef_current = None
         self._stop.clear()
-        self._dimension = dimension  # so a build started right away sees an open store
-        self._maybe_start_builder()
+        self._dimension = dimension
+        # no build starts here: the first search or write starts the due ones. A process that
+        # opens a store only to read it through (an export, the CLI's listings) would otherwise
+        # start an HNSW build that its close must wait for (close cannot interrupt it: ~60 s at
+        # 20k rows) and then throws away unfinished.
 
     def _claim(self) -> None:
         """Register this store as the file's writer in this process (read-only stores and
@@ -806,6 +810,7 @@ class DuckDBStore(MemoryStore):
         where, params = compile_filter(filter, udf=self._udf)
         with self._lock, _mapped_errors():
             con = self._conn()
+            self._maybe_start_builder()
             vidx = self._vidx if self._vector_index else None
             full_rows: list[Any] | None = None
             scope: _Scope | None = None
@@ -1254,7 +1259,7 @@ class DuckDBStore(MemoryStore):
 
     def _defer_indexes(self, defer: bool) -> None:
         """While deferred (nested blocks count), no background build starts and a running builder
-        stops after its current job. A build that became due starts at the next write or open
+        stops after its current job. A build that became due starts at the next write or search
         (or at once with ``settle``), not when the block ends: a migration's process is usually
         about to close the store, and ``close`` would wait for a build it cannot interrupt
         (minutes for an HNSW index at 100k rows)."""

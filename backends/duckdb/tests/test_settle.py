@@ -176,7 +176,8 @@ def test_deferring_indexes_holds_background_builds_until_the_block_ends(tmp_path
 
 def test_closing_inside_deferring_indexes_does_not_hold_builds_after_reopen(tmp_path: Path, h: Any) -> None:
     """A block that closes the store (a migration's process) still ends its hold: the store
-    reopened afterwards starts the due background builds again (the hold was left at 1 once)."""
+    reopened afterwards starts the due background builds again at its first search (the hold
+    was left at 1 once)."""
     path = tmp_path / "d.db"
     store = h.open_store(path, vector_index_min_rows=300, fts_min_rows=100)
     try:
@@ -186,6 +187,8 @@ def test_closing_inside_deferring_indexes_does_not_hold_builds_after_reopen(tmp_
             store.close()
         assert store._deferred == 0
         store.open(dimension=DIM)
+        assert store._builder is None, "open alone starts no build"
+        store.vector_search(np.ones(DIM, dtype=np.float32), RecordFilter(), 5)
         assert store.wait_for_indexes(timeout=120)
         hnsw, fts = _objects(store)
         assert len(hnsw) == 1 and len(fts) == 1, "the reopened store built the held-back indexes"
