@@ -35,12 +35,14 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class Fetch:
     """A statement whose rows come back (``binary``: in binary format, for vectors; ``step``:
-    which step of a vector search it is, for ``explained``)."""
+    which step of a vector search it is, for ``explained``; ``defer``: the plan does not read
+    its rows, so a pipelining driver sends it with the next statement and answers ``[]``)."""
 
     sql: str
     params: Sequence[Any] = ()
     binary: bool = False
     step: str = ""
+    defer: bool = False
 
 
 @dataclass(frozen=True)
@@ -274,7 +276,9 @@ def vector_plan(names: q.Names, vector: np.ndarray, flt: RecordFilter, k: int, p
     """``vector_search``: exact below the planner's threshold, HNSW above; hits are always
     re-ranked with exact distances, ties by record id. Candidates come with their record
     columns, so a search is at most one planning statement, the index settings and one ranking
-    statement per round (plus the transaction's BEGIN and COMMIT)."""
+    statement per round (plus the transaction's BEGIN and COMMIT); the drivers pipeline reads, so
+    BEGIN travels with the planning statement and the settings with the ranking one: an indexed
+    search is three round trips."""
     query = q.unit(vector)
     where, params = q.compile_filter(flt)
     if where == "FALSE":
@@ -289,10 +293,14 @@ def vector_plan(names: q.Names, vector: np.ndarray, flt: RecordFilter, k: int, p
         cands = [(row[0], row[1]) for row in rows if not md or _metadata_ok(row[2], flt)]
         top = _ranked(query, cands)[:k]
     elif planner.index:
+        # the meta row's n_docs counts the records with a vector, so an unfiltered scope's size
+        # needs no scan of its rows (the count is a planning figure either way: the HNSW path
+        # falls back to the exact scan when it finds fewer than k)
+        scope = "least(m.n_docs, m.l + 1)" if where == "TRUE" else f"(SELECT count(*) FROM (SELECT 1 {base} LIMIT (SELECT l + 1 FROM m)) x)"
         rows = yield Fetch(
             f"WITH m AS (SELECT n_docs, greatest(%s::bigint, floor(sqrt(%s::float8 * n_docs))::bigint) AS l "
             f"FROM {names.meta} WHERE store_key = '') "
-            f"SELECT m.n_docs, m.l, (SELECT count(*) FROM (SELECT 1 {base} LIMIT (SELECT l + 1 FROM m)) x) FROM m",
+            f"SELECT m.n_docs, m.l, {scope} FROM m",
             [planner.exact_max_rows, planner.exact_scale, *params],
             step="count",
         )
@@ -303,7 +311,7 @@ def vector_plan(names: q.Names, vector: np.ndarray, flt: RecordFilter, k: int, p
             want = planner.fetch(k)
             limit = want
             while True:
-                yield Fetch(HNSW_SETTINGS, planner.settings(limit), step="settings")
+                yield Fetch(HNSW_SETTINGS, planner.settings(limit), step="settings", defer=True)
                 rows = yield Fetch(
                     f"SELECT {cols} {base} ORDER BY r.embedding {names.cosine} %s LIMIT %s",
                     [*params, q.encode_vector(names, query), limit],

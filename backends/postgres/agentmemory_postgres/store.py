@@ -21,6 +21,7 @@ import hashlib
 import logging
 import os
 import secrets
+import select
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -163,7 +164,7 @@ def _conn_kwargs(connect_timeout: int) -> dict[str, Any]:
 
 
 # ---- drivers ----------------------------------------------------------------------------------
-def _exec_sync(conn: psycopg.Connection[Any], stmt: plans.Statement) -> Any:
+def _exec_sync(conn: psycopg.Connection[Any], stmt: plans.Statement, pipeline: psycopg.Pipeline | None = None) -> Any:
     if isinstance(stmt, plans.Copy):
         if not stmt.rows:
             return None
@@ -173,14 +174,22 @@ def _exec_sync(conn: psycopg.Connection[Any], stmt: plans.Statement) -> Any:
                 copy.write_row(row)
         return None
     binary = isinstance(stmt, plans.Fetch) and stmt.binary
-    with conn.cursor(binary=binary) as cur:
-        cur.execute(stmt.sql, list(stmt.params) if stmt.params else None)
-        if isinstance(stmt, plans.Fetch):
-            return cur.fetchall()
-        return cur.rowcount
+    cur = conn.cursor(binary=binary)
+    cur.execute(stmt.sql, list(stmt.params) if stmt.params else None)
+    if isinstance(stmt, plans.Fetch):
+        if pipeline is not None and stmt.defer:
+            return []  # sent with the next statement; an error surfaces there
+        rows = cur.fetchall()
+        cur.close()
+        return rows
+    if pipeline is not None:
+        pipeline.sync()
+    count = cur.rowcount
+    cur.close()
+    return count
 
 
-async def _exec_async(conn: psycopg.AsyncConnection[Any], stmt: plans.Statement) -> Any:
+async def _exec_async(conn: psycopg.AsyncConnection[Any], stmt: plans.Statement, pipeline: psycopg.AsyncPipeline | None = None) -> Any:
     if isinstance(stmt, plans.Copy):
         if not stmt.rows:
             return None
@@ -190,33 +199,75 @@ async def _exec_async(conn: psycopg.AsyncConnection[Any], stmt: plans.Statement)
                 await copy.write_row(row)
         return None
     binary = isinstance(stmt, plans.Fetch) and stmt.binary
-    async with conn.cursor(binary=binary) as cur:
-        await cur.execute(stmt.sql, list(stmt.params) if stmt.params else None)
-        if isinstance(stmt, plans.Fetch):
-            return await cur.fetchall()
-        return cur.rowcount
+    cur = conn.cursor(binary=binary)
+    await cur.execute(stmt.sql, list(stmt.params) if stmt.params else None)
+    if isinstance(stmt, plans.Fetch):
+        if pipeline is not None and stmt.defer:
+            return []
+        rows = await cur.fetchall()
+        await cur.close()
+        return rows
+    if pipeline is not None:
+        await pipeline.sync()
+    count = cur.rowcount
+    await cur.close()
+    return count
+
+
+def _steps_sync(conn: psycopg.Connection[Any], plan: plans.Plan[Any], operation: str, pipeline: psycopg.Pipeline | None) -> Any:
+    """Feed ``plan`` its statements' results; driver errors are mapped and thrown into it."""
+    result: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            stmt = plan.send(result) if error is None else plan.throw(error)
+        except StopIteration as stop:
+            return stop.value
+        result, error = None, None
+        try:
+            result = _exec_sync(conn, stmt, pipeline)
+        except psycopg.Error as exc:
+            error = map_error(exc, operation)
+            error.__cause__ = exc
+
+
+async def _steps_async(
+    conn: psycopg.AsyncConnection[Any], plan: plans.Plan[Any], operation: str, pipeline: psycopg.AsyncPipeline | None
+) -> Any:
+    """``_steps_sync`` on an async connection."""
+    result: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            stmt = plan.send(result) if error is None else plan.throw(error)
+        except StopIteration as stop:
+            return stop.value
+        result, error = None, None
+        try:
+            result = await _exec_async(conn, stmt, pipeline)
+        except psycopg.Error as exc:
+            error = map_error(exc, operation)
+            error.__cause__ = exc
 
 
 def drive_sync(conn: psycopg.Connection[Any], plan: plans.Plan[Any], begin: str | None, operation: str) -> Any:
     """Run ``plan`` on ``conn`` (in one transaction when ``begin`` is given); driver errors are
-    mapped and thrown into the plan; any failure rolls the transaction back."""
-    if begin:
-        conn.execute(begin)
+    mapped and thrown into the plan; any failure rolls the transaction back.
+
+    A read transaction (``_READ_TX``) runs in pipeline mode: BEGIN is sent with the first
+    statement, a deferred statement (``Fetch.defer``) with the one after it, and COMMIT waits
+    for nothing but itself, so each statement whose rows the plan reads costs one round trip
+    and the transaction one more."""
     try:
-        result: Any = None
-        error: BaseException | None = None
-        while True:
-            try:
-                stmt = plan.send(result) if error is None else plan.throw(error)
-            except StopIteration as stop:
-                value = stop.value
-                break
-            result, error = None, None
-            try:
-                result = _exec_sync(conn, stmt)
-            except psycopg.Error as exc:
-                error = map_error(exc, operation)
-                error.__cause__ = exc
+        if begin == _READ_TX:
+            with conn.pipeline() as pipeline:
+                conn.execute(begin)
+                value = _steps_sync(conn, plan, operation, pipeline)
+                conn.execute("COMMIT")
+            return value
+        if begin:
+            conn.execute(begin)
+        value = _steps_sync(conn, plan, operation, None)
         if begin:
             conn.execute("COMMIT")
         return value
@@ -231,23 +282,16 @@ def drive_sync(conn: psycopg.Connection[Any], plan: plans.Plan[Any], begin: str 
 
 async def drive_async(conn: psycopg.AsyncConnection[Any], plan: plans.Plan[Any], begin: str | None, operation: str) -> Any:
     """``drive_sync`` on an async connection."""
-    if begin:
-        await conn.execute(begin)
     try:
-        result: Any = None
-        error: BaseException | None = None
-        while True:
-            try:
-                stmt = plan.send(result) if error is None else plan.throw(error)
-            except StopIteration as stop:
-                value = stop.value
-                break
-            result, error = None, None
-            try:
-                result = await _exec_async(conn, stmt)
-            except psycopg.Error as exc:
-                error = map_error(exc, operation)
-                error.__cause__ = exc
+        if begin == _READ_TX:
+            async with conn.pipeline() as pipeline:
+                await conn.execute(begin)
+                value = await _steps_async(conn, plan, operation, pipeline)
+                await conn.execute("COMMIT")
+            return value
+        if begin:
+            await conn.execute(begin)
+        value = await _steps_async(conn, plan, operation, None)
         if begin:
             await conn.execute("COMMIT")
         return value
@@ -258,6 +302,34 @@ async def drive_async(conn: psycopg.AsyncConnection[Any], plan: plans.Plan[Any],
             except BaseException:  # noqa: BLE001 - cancelled or gone: the pool discards the connection
                 log.debug("async rollback failed", exc_info=True)
         raise
+
+
+def _looks_usable(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
+    """True when an idle pooled connection needs no round trip to be trusted: open, outside a
+    transaction, and nothing waiting on its socket. A server that went away (killed, restarted,
+    terminated the session) leaves its end readable (EOF or a FATAL message), and so does any
+    notice; either way the pool's own check, a round trip, then decides."""
+    pgconn = conn.pgconn
+    if conn.closed or pgconn.status != pq.ConnStatus.OK or pgconn.transaction_status != pq.TransactionStatus.IDLE:
+        return False
+    try:
+        readable, _, _ = select.select([pgconn.socket], [], [], 0)
+    except (OSError, ValueError):
+        return False
+    return not readable
+
+
+def _check_connection(conn: psycopg.Connection[Any]) -> None:
+    """The pool's checkout check: ``ConnectionPool.check_connection`` (a round trip) only when
+    the connection does not look usable (``_looks_usable``)."""
+    if not _looks_usable(conn):
+        ConnectionPool.check_connection(conn)
+
+
+async def _acheck_connection(conn: psycopg.AsyncConnection[Any]) -> None:
+    """``_check_connection`` for the async pools."""
+    if not _looks_usable(conn):
+        await AsyncConnectionPool.check_connection(conn)
 
 
 # ---- the store --------------------------------------------------------------------------------
@@ -547,7 +619,7 @@ class PostgresStore(MemoryStore):
             max_size=self._pool_max,
             kwargs=_conn_kwargs(self._connect_timeout),
             configure=self._configure,
-            check=ConnectionPool.check_connection,
+            check=_check_connection,
             timeout=self._pool_timeout,
             reconnect_timeout=0,
             open=False,
@@ -629,7 +701,7 @@ class PostgresStore(MemoryStore):
                     max_size=self._pool_max,
                     kwargs=_conn_kwargs(self._connect_timeout),
                     configure=self._aconfigure,
-                    check=AsyncConnectionPool.check_connection,
+                    check=_acheck_connection,
                     timeout=self._pool_timeout,
                     reconnect_timeout=0,
                     open=False,

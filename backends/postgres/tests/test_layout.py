@@ -1,0 +1,71 @@
+"""The record table's layout: vectors stay in their rows (``_sql.INLINE_EMBEDDING``), and a
+store of schema version 1 (vectors stored ``EXTERNAL``, out of line) is migrated on open."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+import psycopg
+from agentmemory_postgres import _sql as q
+
+from agentmemory.records import Record, RecordType
+from agentmemory.spi import NewRecord, RecordFilter, SchemaPolicy, WriteBatch
+
+T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+DIM = 384
+
+
+def _storage(dsn: str, schema: str) -> tuple[str, int]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT a.attstorage, m.schema_version FROM pg_attribute a, " + f"{schema}.am_meta m "
+            "WHERE a.attrelid = %s::regclass AND a.attname = 'embedding'",
+            [f"{schema}.am_records"],
+        ).fetchone()
+    assert row is not None
+    return str(row[0]), int(row[1])
+
+
+def _records(n: int) -> list[NewRecord]:
+    rng = np.random.default_rng(0)
+    words = " ".join(f"word{i}" for i in range(60))  # a row past the 2 kB TOAST threshold
+    return [
+        NewRecord(
+            record=Record(record_id=f"r{i:03d}", record_type=RecordType.MESSAGE, content=f"{words} {i}", user_id="u",
+                          timestamp=T0, created_at=T0),
+            vector=rng.standard_normal(DIM).astype(np.float32),
+        )
+        for i in range(n)
+    ]
+
+
+def test_vectors_stay_in_their_rows(make_pg_store: Any, pg_dsn: str) -> None:
+    store = make_pg_store()
+    store.open(dimension=DIM)
+    store.write(WriteBatch(add=_records(20)))
+    assert _storage(pg_dsn, store._names.schema) == ("m", q.SCHEMA_VERSION)
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        sizes = conn.execute(f"SELECT min(pg_column_size(embedding)), max(pg_column_size(r.*)) FROM {store._names.schema}.am_records r").fetchone()
+    assert sizes is not None
+    assert sizes[1] > 2032  # the row is past the threshold, and still holds its vector
+    assert sizes[0] >= 4 * DIM  # uncompressed, in line (a TOAST pointer is 18 bytes)
+    store.close()
+
+
+def test_version_1_store_is_migrated_on_open(make_pg_store: Any, pg_dsn: str) -> None:
+    store = make_pg_store()
+    store.open(dimension=DIM)
+    store.write(WriteBatch(add=_records(5)))
+    schema = store._names.schema
+    store.close()
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:  # back to the version-1 layout
+        conn.execute(f"ALTER TABLE {schema}.am_records ALTER COLUMN embedding SET STORAGE EXTERNAL")
+        conn.execute(f"UPDATE {schema}.am_meta SET schema_version = 1")
+    assert _storage(pg_dsn, schema) == ("e", 1)
+    again = make_pg_store(schema=schema)
+    again.open(dimension=DIM, schema_policy=SchemaPolicy.CREATE_IF_NECESSARY)
+    assert _storage(pg_dsn, schema) == ("m", 2)
+    assert again.count(RecordFilter()) == 5
+    again.close()
