@@ -797,6 +797,38 @@ class PersistenceTests:
 
     @clause("9.persistence")
     @requires(Capability.PERSISTENCE)
+    def test_reopen_after_a_single_record_or_change(self, build_store: Callable[..., MemoryStore], store_path: Path) -> None:
+        """A store holding one record, reopened, finds it by query, vector and keyword search;
+        so after each reopen that follows a single change (a patch, a delete beside an add, the
+        last delete): the first reads after ``open`` answer as the reference does.
+
+        Troubleshooting: derive "nothing written since the last index build" from what the
+        file holds, not from counters that start at zero (or one) on open: a store whose whole
+        content is one record (or one change) must not look unchanged and answer from an empty
+        or stale index.
+        """
+        first = build_store(store_path)
+        ref = reference_twin(first)
+        first.close()
+        steps = [
+            WriteBatch(add=[new(rec("a", content="solitary lighthouse keeper"), vec(1, 2))]),
+            WriteBatch(patch=[RecordPatch("a", content="solitary lighthouse patched", vector=vec(2, 1))]),
+            WriteBatch(add=[new(rec("b", content="lighthouse relief crew"), vec(0, 1, 1))], delete=["a"]),
+            WriteBatch(delete=["b"]),
+        ]
+        for i, batch in enumerate(steps):
+            store = build_store(store_path)
+            store.write(batch)
+            ref.write(batch)
+            store.close()
+            again = build_store(store_path)
+            for flt in (RecordFilter(), RecordFilter(user_id=None)):
+                assert_reads_agree(Api(again, "sync"), ref, flt, vector=vec(1, 1), text="solitary lighthouse",
+                                   what=f"reopened after step {i}")
+            again.close()
+
+    @clause("9.persistence")
+    @requires(Capability.PERSISTENCE)
     def test_schema_policies_on_reopen(self, build_store: Callable[..., MemoryStore], store_path: Path, tmp_path: Path) -> None:
         """``REQUIRE_EXISTING`` opens existing data and fails (typed) on empty storage;
         ``RECREATE`` wipes; another dimension over stored vectors is a ``Conflict``.
