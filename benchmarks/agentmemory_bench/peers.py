@@ -1,5 +1,6 @@
 """Peers run side by side, offline, with the same embedder and data: LangGraph's
-``InMemoryStore`` (and ``SqliteStore`` where its vector index can load) and mem0 in no-LLM mode
+``InMemoryStore`` (and ``SqliteStore`` where its vector index can load), LangGraph's
+``PostgresStore`` (pgvector HNSW) on the postgres backend's server, and mem0 in no-LLM mode
 (``infer=False``) over a local Qdrant. Each peer reports why when it cannot run.
 
 Peers are optional (the ``peers`` extra of ``agentmemory-benchmarks``); nothing here is needed
@@ -93,12 +94,58 @@ def _sqlite_connect(path: Path) -> tuple[Any, str | None]:
     return pysqlite3.connect(str(path), check_same_thread=False, isolation_level=None), SQLITE_NOTE
 
 
-def _langgraph_store(kind: str, dims: int, embed: Callable[[Sequence[str]], list[list[float]]], workdir: Path) -> tuple[Any, str | None]:
+LANGGRAPH_PG_DATABASE = "langgraph_bench"
+"""The database LangGraph's ``PostgresStore`` runs in on the postgres backend's server: its tables
+(``store``, ``store_vectors`` and two migration tables) have fixed names in the connection's
+default schema, so it gets a database of its own, and they are dropped before each run."""
+LANGGRAPH_PG_TABLES = "store_vectors, store, store_migrations, vector_migrations"
+_OPEN: dict[int, Any] = {}
+"""id of an open LangGraph ``PostgresStore`` -> the ``ExitStack`` holding its connection."""
+LANGGRAPH_PG_NOTE = (
+    "LangGraph PostgresStore: same server as the postgres backend (database langgraph_bench), HNSW cosine "
+    "m 16 / ef_construction 64 as the backend; it sets no hnsw.ef_search (pgvector's default 40) and no "
+    "iterative scan, and filters a namespace prefix with a LIKE on the joined store table"
+)
+
+
+def langgraph_pg_dsn(dsn: str) -> str:
+    """A DSN for ``LANGGRAPH_PG_DATABASE`` on ``dsn``'s server (created, with pgvector, when missing)."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [LANGGRAPH_PG_DATABASE]).fetchone():
+            conn.execute(f"CREATE DATABASE {LANGGRAPH_PG_DATABASE}")
+    target = make_conninfo("", **{**conninfo_to_dict(dsn), "dbname": LANGGRAPH_PG_DATABASE})
+    with psycopg.connect(target, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        conn.execute(f"DROP TABLE IF EXISTS {LANGGRAPH_PG_TABLES} CASCADE")
+    return target
+
+
+def _langgraph_store(
+    kind: str, dims: int, embed: Callable[[Sequence[str]], list[list[float]]], workdir: Path, dsn: str | None = None
+) -> tuple[Any, str | None]:
+    """The store, and a note on how it was built. A ``PostgresStore`` keeps its connection open
+    until ``close_langgraph_store``."""
     index: dict[str, Any] = {"dims": dims, "embed": embed, "fields": ["text"]}
     if kind == "InMemoryStore":
         from langgraph.store.memory import InMemoryStore
 
         return InMemoryStore(index=index), None  # type: ignore[arg-type]
+    if kind == "PostgresStore":
+        from contextlib import ExitStack
+
+        from langgraph.store.postgres import PostgresStore
+
+        if dsn is None:
+            raise RuntimeError("LangGraph PostgresStore needs the postgres backend's server (--backend-uri postgres=URI)")
+        index |= {"ann_index_config": {"kind": "hnsw", "m": 16, "ef_construction": 64}, "distance_type": "cosine"}
+        stack = ExitStack()
+        pg: Any = stack.enter_context(PostgresStore.from_conn_string(langgraph_pg_dsn(dsn), index=index))  # type: ignore[arg-type]
+        pg.setup()
+        _OPEN[id(pg)] = stack
+        return pg, LANGGRAPH_PG_NOTE
     from langgraph.store.sqlite import SqliteStore
 
     # SqliteStore reads "text_fields" (InMemoryStore reads "fields"); with "fields" alone it embeds
@@ -112,7 +159,27 @@ def _langgraph_store(kind: str, dims: int, embed: Callable[[Sequence[str]], list
     return store, why
 
 
-def langgraph_speed(kind: str, data: VectorData, texts: Sequence[str], plan: QueryPlan, workdir: Path, *, budget_s: float) -> dict[str, Any]:
+def close_langgraph_store(store: Any) -> None:
+    """Close what ``_langgraph_store`` opened for ``store`` (a ``PostgresStore``'s connection)."""
+    stack = _OPEN.pop(id(store), None)
+    if stack is not None:
+        stack.close()
+
+
+def _pg_sizes(store: Any) -> int | None:
+    """Bytes of a LangGraph ``PostgresStore``'s tables and indexes."""
+    try:
+        with store._cursor() as cur:
+            cur.execute("SELECT pg_total_relation_size('store') + pg_total_relation_size('store_vectors') AS b")
+            row = cur.fetchone()
+        return int(row["b"]) if row else None
+    except Exception:  # noqa: BLE001 - a size is optional
+        return None
+
+
+def langgraph_speed(
+    kind: str, data: VectorData, texts: Sequence[str], plan: QueryPlan, workdir: Path, *, budget_s: float, dsn: str | None = None
+) -> dict[str, Any]:
     """Ingest (``batch`` of ``PutOp``) and namespace-scoped ``search`` with a text query whose
     vector is precomputed (the embed function is a lookup, so no model time is measured)."""
     try:
@@ -126,7 +193,7 @@ def langgraph_speed(kind: str, data: VectorData, texts: Sequence[str], plan: Que
         lookup.table[_query_key(i)] = data.queries[i]
     before = settle()
     try:
-        store, why = _langgraph_store(kind, data.dim, lambda t: lookup(t), workdir)
+        store, why = _langgraph_store(kind, data.dim, lambda t: lookup(t), workdir, dsn)
     except Exception as exc:  # noqa: BLE001 - reported
         return {"peer": f"langgraph {kind}", "available": False, "reason": f"{type(exc).__name__}: {exc}"}
     seconds = 0.0
@@ -160,21 +227,24 @@ def langgraph_speed(kind: str, data: VectorData, texts: Sequence[str], plan: Que
         "ingest": {"seconds": seconds, "rows_per_s": data.n / seconds if seconds else None},
         "cells": cells,
         "rss_delta_bytes": rss_bytes() - before,
-        "file_bytes": dir_size(workdir / "langgraph.sqlite") if kind != "InMemoryStore" else None,
+        "file_bytes": _pg_sizes(store) if kind == "PostgresStore" else dir_size(workdir / "langgraph.sqlite") if kind != "InMemoryStore" else None,
         "notes": [why] if why else [],
     }
+    close_langgraph_store(store)
     store = None  # release before the next peer
     return result
 
 
-def langgraph_quality(kind: str, embedder: Embedder, conversations: Sequence[Conversation], workdir: Path) -> Method | str:
+def langgraph_quality(
+    kind: str, embedder: Embedder, conversations: Sequence[Conversation], workdir: Path, dsn: str | None = None
+) -> Method | str:
     """A quality method over LangGraph's store (messages as items, ``search`` with the question);
     a string says why it cannot run."""
     try:
         from langgraph.store.base import PutOp
 
         lookup = _Lookup(embedder)
-        store, _why = _langgraph_store(kind, embedder.dimension, lambda t: lookup(t), workdir)
+        store, _why = _langgraph_store(kind, embedder.dimension, lambda t: lookup(t), workdir, dsn)
     except Exception as exc:  # noqa: BLE001
         return f"{type(exc).__name__}: {exc}"
     # one put per message: InMemoryStore.batch() fails ("Number of embeddings (N) does not match
@@ -215,7 +285,13 @@ def _wrap_langchain_embeddings(lookup: _Lookup) -> Any:
 
 
 # ---- mem0 ---------------------------------------------------------------------------------------
-def _mem0(embedder_fn: Callable[[str, bool], list[float]], dims: int, workdir: Path) -> Any:
+MEM0_PG_COLLECTION = "mem0_bench"
+"""mem0's pgvector table, in ``LANGGRAPH_PG_DATABASE`` on the postgres backend's server."""
+
+
+def _mem0(embedder_fn: Callable[[str, bool], list[float]], dims: int, workdir: Path, pg_dsn: str | None = None) -> Any:
+    """mem0 ``Memory`` over a local Qdrant, or over pgvector on ``pg_dsn``'s server (HNSW, the
+    table dropped first)."""
     os.environ.setdefault("MEM0_TELEMETRY", "False")
     os.environ.setdefault("MEM0_DIR", str(workdir / "mem0_home"))
     from mem0 import Memory
@@ -229,8 +305,17 @@ def _mem0(embedder_fn: Callable[[str, bool], list[float]], dims: int, workdir: P
             return embedder_fn(str(text), memory_action == "search")
 
     path = Path(tempfile.mkdtemp(prefix="mem0-", dir=workdir))
+    store: dict[str, Any] = {"provider": "qdrant", "config": {"collection_name": "bench", "embedding_model_dims": dims, "path": str(path / "qdrant"), "on_disk": True}}
+    if pg_dsn is not None:
+        import psycopg
+
+        target = langgraph_pg_dsn(pg_dsn)
+        with psycopg.connect(target, autocommit=True) as conn:
+            conn.execute(f"DROP TABLE IF EXISTS {MEM0_PG_COLLECTION} CASCADE")
+        store = {"provider": "pgvector", "config": {"collection_name": MEM0_PG_COLLECTION, "embedding_model_dims": dims,
+                                                    "connection_string": target, "hnsw": True}}
     config = {
-        "vector_store": {"provider": "qdrant", "config": {"collection_name": "bench", "embedding_model_dims": dims, "path": str(path / "qdrant"), "on_disk": True}},
+        "vector_store": store,
         # an LLM client must be configured to construct Memory; infer=False never calls it
         "llm": {"provider": "openai", "config": {"api_key": "offline-not-used"}},
         "embedder": {"provider": "openai", "config": {"api_key": "offline-not-used", "embedding_dims": dims}},
@@ -241,21 +326,26 @@ def _mem0(embedder_fn: Callable[[str, bool], list[float]], dims: int, workdir: P
     return memory, path
 
 
-def mem0_speed(data: VectorData, texts: Sequence[str], plan: QueryPlan, workdir: Path, *, budget_s: float, max_rows: int) -> dict[str, Any]:
+def mem0_speed(
+    data: VectorData, texts: Sequence[str], plan: QueryPlan, workdir: Path, *, budget_s: float, max_rows: int,
+    pg_dsn: str | None = None,
+) -> dict[str, Any]:
     """mem0 ``add(..., infer=False)`` one message per call (its only write path) and
-    ``search`` with a user/agent filter; vectors are looked up, not computed."""
+    ``search`` with a user/agent filter; vectors are looked up, not computed. Over a local
+    Qdrant, or over pgvector on ``pg_dsn``'s server."""
+    name = "mem0" if pg_dsn is None else "mem0 pgvector"
     n = min(data.n, max_rows)
     table: dict[str, np.ndarray] = {texts[i]: data.vectors[i] for i in range(n)}
     for i in range(data.queries.shape[0]):
         table[_query_key(i)] = data.queries[i]
     before = settle()
     try:
-        memory, path = _mem0(lambda text, _q: table[text].tolist(), data.dim, workdir)
+        memory, path = _mem0(lambda text, _q: table[text].tolist(), data.dim, workdir, pg_dsn)
     except Exception as exc:  # noqa: BLE001
-        return {"peer": "mem0", "available": False, "reason": f"{type(exc).__name__}: {exc}"}
+        return {"peer": name, "available": False, "reason": f"{type(exc).__name__}: {exc}"}
     seconds = 0.0
     id_to_row: dict[str, int] = {}
-    with Progress("peer mem0 ingest (add, infer=False)", n) as bar:
+    with Progress(f"peer {name} ingest (add, infer=False)", n) as bar:
         for i in range(n):
             t0 = time.perf_counter()
             res = memory.add([{"role": "user", "content": texts[i]}], user_id=str(data.users[i]), agent_id=AGENT_ID, infer=False)
@@ -272,24 +362,31 @@ def mem0_speed(data: VectorData, texts: Sequence[str], plan: QueryPlan, workdir:
 
     cells: dict[str, Any] = {}
     sub = _restrict_plan(plan, data, n)
-    with Progress("peer mem0 search", len(sub.cells)) as bar:
+    with Progress(f"peer {name} search", len(sub.cells)) as bar:
         for cell in sub.cells:
             lat, found = timed_loop(partial(query, cell), len(cell), budget_s=budget_s)
             cells[cell.key] = _cell_stats(lat, found, cell)
             bar.advance()
+    notes = [
+        "mem0 has no scope-free search: unscoped = the shared agent_id filter",
+        "search threshold=0.0 (its minimum): hits with negative cosine are dropped, which costs recall in small scopes",
+        "no bulk write API: one add(infer=False) per record",
+    ]
+    if pg_dsn is not None:
+        notes.append(
+            f"pgvector store on the postgres backend's server (database {LANGGRAPH_PG_DATABASE}, table "
+            f"{MEM0_PG_COLLECTION}, mem0's HNSW index); its filters are JSON payload conditions, and it sets no "
+            "hnsw.ef_search or iterative scan"
+        )
     return {
-        "peer": "mem0",
+        "peer": name,
         "available": True,
         "n": n,
         "ingest": {"seconds": seconds, "rows_per_s": n / seconds if seconds else None},
         "cells": cells,
         "rss_delta_bytes": rss_bytes() - before,
-        "file_bytes": dir_size(path),
-        "notes": [
-            "mem0 has no scope-free search: unscoped = the shared agent_id filter",
-            "search threshold=0.0 (its minimum): hits with negative cosine are dropped, which costs recall in small scopes",
-            "no bulk write API: one add(infer=False) per record",
-        ],
+        "file_bytes": dir_size(path) if pg_dsn is None else None,
+        "notes": notes,
     }
 
 
