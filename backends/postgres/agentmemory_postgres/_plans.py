@@ -500,6 +500,14 @@ def _record_row(names: q.Names, item: NewRecord, seq: int, analyzer: Analyzer) -
     return row, rec.model_copy(update={"seq": seq, "metadata": metadata}), terms, length
 
 
+REBUILD_MIN_ROWS = 10_000
+"""A batch adding at least this many records, and at least as many as the store holds vectors,
+builds the HNSW index afresh after its ``COPY`` (``DROP INDEX``, then ``CREATE INDEX`` in the
+same transaction) instead of inserting every row into the graph: a bulk import into a new store,
+as ``bulk_add`` does it. The drop holds the table's exclusive lock until the batch commits, so
+readers of that store wait for such a batch (never for ordinary ones)."""
+
+
 def write_plan(names: q.Names, batch: WriteBatch, analyzer: Analyzer) -> Plan[list[Record]]:
     """Apply a validated ``WriteBatch`` in the SPI's order: adds, patches, link deletes, link
     adds, record deletes. The caller runs it in one transaction and rolls back on any error."""
@@ -525,6 +533,7 @@ def write_plan(names: q.Names, batch: WriteBatch, analyzer: Analyzer) -> Plan[li
                 raise Conflict(f"record id {rid!r} already exists")
             existing.add(rid)
         insert: list[tuple[Any, ...]] = []
+        held = stats.n_docs  # vectors in the store before this batch
         for item in adds:
             stats.seq += 1
             row, rec, terms, length = _record_row(names, item, stats.seq, analyzer)
@@ -532,7 +541,16 @@ def write_plan(names: q.Names, batch: WriteBatch, analyzer: Analyzer) -> Plan[li
             added.append(rec)
             if item.vector is not None:
                 stats.add_doc(terms, length)
+        rebuild = False
+        if names.engine == "pgvector" and len(adds) >= REBUILD_MIN_ROWS and len(adds) >= held:
+            index = f"{names.s}.am_records_hnsw"
+            rows = yield Fetch("SELECT to_regclass(%s) IS NOT NULL", [index])
+            rebuild = bool(rows and rows[0][0])
+            if rebuild:
+                yield Execute(f"DROP INDEX {index}")
         yield Copy(f"COPY {names.records} ({_INSERT_COLUMNS}) FROM STDIN (FORMAT BINARY)", _insert_types(names), insert)
+        if rebuild:
+            yield Execute(q.hnsw_statement(names))
     for patch in patches:
         yield from _patch(names, patch, analyzer, stats)
     if delete_links:

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import psycopg
+import pytest
 from agentmemory_postgres import _sql as q
 
 from agentmemory.records import Record, RecordType
@@ -69,3 +70,44 @@ def test_version_1_store_is_migrated_on_open(make_pg_store: Any, pg_dsn: str) ->
     assert _storage(pg_dsn, schema) == ("m", 2)
     assert again.count(RecordFilter()) == 5
     again.close()
+
+
+def test_large_first_batch_rebuilds_the_index(make_pg_store: Any, pg_engine: str, monkeypatch: Any) -> None:
+    """A batch at least ``REBUILD_MIN_ROWS`` long into a store holding fewer vectors drops the
+    HNSW index and builds it after the COPY, in the same transaction; later small batches go
+    into the index as usual, and searches through it find what an exact scan finds."""
+    from agentmemory_postgres import _plans as plans
+
+    if pg_engine == "client":
+        pytest.skip("the client vector engine has no HNSW index (pgvector cannot run on this CPU)")
+    monkeypatch.setattr(plans, "REBUILD_MIN_ROWS", 50)
+    store = make_pg_store(exact_max_rows=0, exact_scale=0)
+    store.open(dimension=DIM)
+    recs = _records(120)
+    statements: list[str] = []
+    original = plans.write_plan
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        plan = original(*args, **kwargs)
+        result: Any = None
+        while True:
+            try:
+                stmt = plan.send(result)
+            except StopIteration as stop:
+                return stop.value
+            statements.append(getattr(stmt, "sql", ""))
+            result = yield stmt
+
+    monkeypatch.setattr(plans, "write_plan", spy)
+    store.write(WriteBatch(add=recs[:100]))
+    assert any(s.startswith("DROP INDEX") for s in statements) and any("USING hnsw" in s for s in statements)
+    statements.clear()
+    store.write(WriteBatch(add=recs[100:]))  # 20 < 50: into the index
+    assert not any(s.startswith("DROP INDEX") for s in statements)
+    query = recs[7].vector
+    assert query is not None
+    trace = store.explain_vector_search(query, RecordFilter(), 5)
+    assert trace.path == "hnsw" and trace.index_used
+    assert trace.hits[0].record.record_id == "r007"
+    assert store.count(RecordFilter()) == 120
+    store.close()
