@@ -179,31 +179,31 @@ def search_op(store: MemoryStore, embedder: Embedder, q: SearchQuery) -> Op[list
         vectors = yield from embed_op(embedder, [q.query], is_query=True)
         vec_hits = yield Call(store, "vector_search", (vectors[0], q.filter, k))
         scored = [(h.record, h.distance, 1.0 - float(h.distance or 0.0)) for h in vec_hits]
-    results = [
-        SearchResult(record=rec, distance=dist, score=score, formatted_content="")
-        for rec, dist, score in scored
-    ]
-    for rerank in q.rerankers:
-        head, tail = results[: q.reranker_max_candidates], results[q.reranker_max_candidates :]
-        known = {r.record.record_id for r in head}
-        reranked = [r for r in rerank(q.query, list(head)) if r.record.record_id in known]
-        results = reranked + tail
-    results = results[: q.max_results]
+    if q.rerankers:
+        results = [
+            SearchResult(record=rec, distance=dist, score=score, formatted_content="")
+            for rec, dist, score in scored
+        ]
+        for rerank in q.rerankers:
+            head, tail = results[: q.reranker_max_candidates], results[q.reranker_max_candidates :]
+            known = {r.record.record_id for r in head}
+            reranked = [r for r in rerank(q.query, list(head)) if r.record.record_id in known]
+            results = reranked + tail
+        scored = [(r.record, r.distance, r.score) for r in results]
+    scored = scored[: q.max_results]
     linked: dict[str, list[LinkedResult]] = {}
     if q.num_hops and q.max_linked_results:
-        roots = [r.record for r in results if r.record.record_type in MEMORY_TYPES]
+        roots = [rec for rec, _, _ in scored if rec.record_type in MEMORY_TYPES]
         linked = yield from linked_op(store, roots, q.filter, q.num_hops, q.max_linked_results)
-    results = [
-        replace_result(r, tuple(linked.get(r.record.record_id, ()))) for r in results
-    ]
-    return apply_budgets(results, q.token_budget, q.soft_token_budget, q.token_counter)
+    final = [final_result(rec, dist, score, tuple(linked.get(rec.record_id, ()))) for rec, dist, score in scored]
+    return apply_budgets(final, q.token_budget, q.soft_token_budget, q.token_counter)
 
 
-def replace_result(result: SearchResult, linked: tuple[LinkedResult, ...]) -> SearchResult:
-    """Attach linked results and render the formatted content."""
-    return result.model_copy(
-        update={"linked_results": linked, "formatted_content": format_record(result.record, linked)}
-    )
+def final_result(record: Record, distance: float | None, score: float, linked: tuple[LinkedResult, ...]) -> SearchResult:
+    """A result as returned: its linked results attached and its formatted content rendered
+    (built once: a copy per result cost a plain search more than its store call)."""
+    return SearchResult(record=record, distance=distance, score=score, linked_results=linked,
+                        formatted_content=format_record(record, linked))
 
 
 def hit_score(hit: Hit) -> float:
@@ -291,7 +291,10 @@ def apply_budgets(
     counter: TokenCounter,
 ) -> list[SearchResult]:
     """Keep a prefix of ``results``: the hard budget is never crossed (a result that would cross
-    it ends the list); the soft budget keeps the one result that reaches it. Never splits."""
+    it ends the list); the soft budget keeps the one result that reaches it. Never splits.
+    Without a budget nothing is counted (counting was most of a plain search's own cost)."""
+    if token_budget is None and soft_token_budget is None:
+        return results
     kept: list[SearchResult] = []
     used = 0
     for result in results:
