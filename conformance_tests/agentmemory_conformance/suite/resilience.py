@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -187,6 +188,68 @@ class ConcurrencyTests:
         assert len({r.seq for r in rows}) == len(rows), "duplicate seq values"
         assert store.count(RecordFilter()) == len(rows)
         assert not torn, f"readers saw half a batch: {torn[:5]}"
+
+    @clause("9.concurrency", "spi.index-tier", "spi.delete")
+    @requires(Capability.CONCURRENT_WRITERS)
+    def test_deletes_while_indexes_build(self, store: MemoryStore) -> None:
+        """Records deleted one by one right after the store was filled past its lowest declared
+        index threshold (while a backend may be building its first indexes in the background)
+        and while ``settle`` builds them are gone from vector and keyword search, before
+        ``settle``, during it and after it; every record still there is found.
+
+        Troubleshooting: an index built from a copy of the records must learn of the deletes
+        committed after the copy was taken and before it became current, also when it is the
+        store's first index (nothing to mark stale yet) and when no later build follows.
+        """
+        thresholds = store.index_thresholds()
+        lowest = min((t for t in thresholds.values() if t <= 5_000), default=0)
+        rows = max(320, lowest + 200)
+        keyword = Capability.KEYWORD_SEARCH in store.capabilities()
+        all_ids = [f"d{i:05d}" for i in range(rows)]
+        deleted: list[str] = []
+
+        def check(when: str) -> None:
+            gone = set(deleted)
+            live = set(all_ids) - gone
+            found = {"vector": ids(store.vector_search(vec(1, 3, 2), RecordFilter(), rows))}
+            if keyword:
+                found["keyword"] = ids(store.keyword_search("harbour ledger", RecordFilter(), rows))
+            for kind, got in found.items():
+                back = sorted(set(got) & gone)
+                assert not back, f"{kind} search {when} returned {len(back)} deleted records: {back[:5]}"
+                assert set(got) == live, f"{kind} search {when} misses {len(live - set(got))} live records"
+
+        store.write(WriteBatch(add=[new(rec(rid, content=f"harbour ledger entry {i}"), vec(1, i % 17, i % 5)) for i, rid in enumerate(all_ids)]))
+        for rid in all_ids[0:rows // 2:3]:  # no settle: a background build may be running
+            store.write(WriteBatch(delete=[rid]))
+            deleted.append(rid)
+        for _ in range(20):  # whatever a background build made current meanwhile
+            check("after deletes (not settled)")
+            time.sleep(0.05)
+        errors: list[BaseException] = []
+        done = threading.Event()
+
+        def deleter() -> None:
+            try:
+                for rid in all_ids[rows // 2::3]:
+                    if done.is_set() and len(deleted) >= 8:
+                        return
+                    store.write(WriteBatch(delete=[rid]))
+                    deleted.append(rid)
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        thread = threading.Thread(target=deleter)
+        thread.start()
+        try:
+            store.settle()
+        finally:
+            done.set()
+            thread.join()
+        assert not errors, errors[:3]
+        check("after deletes during settle")
+        store.settle()
+        check("settled")
 
     @clause("9.concurrency")
     @requires(Capability.CONCURRENT_WRITERS)

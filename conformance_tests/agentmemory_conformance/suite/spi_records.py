@@ -795,6 +795,33 @@ class PersistenceTests:
             for flt in (RecordFilter(), RecordFilter(user_id="u"), RecordFilter(alive_at=T0 + timedelta(days=3))):
                 assert_reads_agree(api, ref, flt, vector=vec(1, 1), text="durable ledger", what="after reopen")
 
+    @clause("9.persistence", "9.concurrency")
+    @requires(Capability.PERSISTENCE)
+    def test_second_instance_on_an_open_path(self, build_store: Callable[..., MemoryStore], store_path: Path) -> None:
+        """A second instance opened on the path of one still open is either refused with
+        ``BackendUnavailable`` (one writer per path; the first stays usable) or shares the
+        data: records written through either are read through both, each once, with distinct
+        ``seq`` values.
+
+        Troubleshooting: a backend that keeps counters (``seq``, a write clock) in the
+        instance must refuse a second writer on the same storage (a lock or a registry of
+        open paths), or take them from the storage on every write.
+        """
+        first = build_store(store_path)
+        first.write(WriteBatch(add=[new(rec("a"), E1)]))
+        try:
+            second = build_store(store_path)
+        except BackendUnavailable:
+            first.write(WriteBatch(add=[new(rec("b"), E2)]))
+            assert ids(first.query(RecordFilter())) == ["a", "b"], "the first instance lost records after a refused second open"
+            return
+        second.write(WriteBatch(add=[new(rec("b"), E2)]))
+        first.write(WriteBatch(add=[new(rec("c"), E3)]))
+        for name, store in (("first", first), ("second", second)):
+            rows = store.query(RecordFilter())
+            assert sorted(ids(rows)) == ["a", "b", "c"], f"the {name} instance reads {ids(rows)}"
+            assert len({r.seq for r in rows}) == 3, f"duplicate seq values through the {name} instance: {[r.seq for r in rows]}"
+
     @clause("9.persistence")
     @requires(Capability.PERSISTENCE)
     def test_reopen_after_a_single_record_or_change(self, build_store: Callable[..., MemoryStore], store_path: Path) -> None:
