@@ -86,6 +86,30 @@ class IndexTextTests:
             assert_same(api.keyword_search(text, k=10), ref.keyword_search(text, RecordFilter(), 10), seq=False,
                         what=f"keyword_search({text!r}) after patches [{api.mode}]")
 
+    @clause("spi.index-text", "spi.patch")
+    def test_other_patches_keep_index_text_and_none_clears_it(self, api: Api, store: MemoryStore) -> None:
+        """A patch that sets neither ``content`` nor ``index_text`` (metadata, a vector) keeps
+        the stored ``index_text``; ``index_text=None`` alone clears it (the content is indexed
+        again) and keeps the content. Keyword search follows, as the reference's does.
+
+        Troubleshooting: tell "not in the patch" (``UNSET``) from an explicit None: only a new
+        ``content`` or an explicit None resets the stored ``index_text``."""
+        ref = reference_twin(store)
+        write_both(api, ref, _batch())
+        write_both(api, ref, WriteBatch(patch=[RecordPatch("m1", metadata={"seen": True}), RecordPatch("m3", vector=vec(0, 1))]))
+        for rid in ("m1", "m3"):
+            got = _one(api, rid)
+            assert (got.content, got.index_text) == _DOCS[rid], f"{rid}: a patch without content or index_text changed them"
+        write_both(api, ref, WriteBatch(patch=[RecordPatch("m3", index_text=None)]))
+        got = _one(api, "m3")
+        assert (got.content, got.index_text) == (_DOCS["m3"][0], None), "index_text=None must clear index_text only"
+        if Capability.KEYWORD_SEARCH in store.capabilities():
+            assert "m1" in ids(api.keyword_search("hike", k=10))
+            assert "m3" not in ids(api.keyword_search("assistant", k=10))
+            for text in ("hike", "assistant", "pottery", "lake"):
+                assert_same(api.keyword_search(text, k=10), ref.keyword_search(text, RecordFilter(), 10), seq=False,
+                            what=f"keyword_search({text!r}) after patches [{api.mode}]")
+
     @clause("spi.index-text", "spi.bulk-add")
     def test_bulk_add_takes_an_index_text_column(self, api: Api, store: MemoryStore) -> None:
         """``bulk_add`` with ``RecordColumns.index_text`` stores it like ``write`` does.
