@@ -48,7 +48,7 @@ def test_snapshot_files_hold_no_vectors(tmp_path: Path) -> None:
 
 def test_open_after_changes_past_the_snapshot_reads_the_right_vectors(tmp_path: Path) -> None:
     path = tmp_path / "db"
-    vectors = clustered(400, DIM, seed=3)
+    vectors = clustered(460, DIM, seed=3)
     store = HnswlibStore(path, checkpoint_min=10**6, checkpoint_ratio=10.0, exact_threshold=0)
     store.open(dimension=DIM)
     add_all(store, [make_record(f"a{i}", user=f"u{i % 3}") for i in range(300)], vectors[:300])
@@ -56,10 +56,10 @@ def test_open_after_changes_past_the_snapshot_reads_the_right_vectors(tmp_path: 
     # after the snapshot: deletes, new vectors for old records, vectors dropped, new records
     store.write(WriteBatch(
         delete=[f"a{i}" for i in range(0, 300, 7)],
-        patch=[RecordPatch(f"a{i}", vector=vectors[300 + i]) for i in range(1, 60, 5)]
+        patch=[RecordPatch(f"a{i}", vector=vectors[400 + i]) for i in range(1, 60, 5)]
         + [RecordPatch("a2", vector=None)],
     ))
-    add_all(store, [make_record(f"b{i}", user="u1") for i in range(100)], vectors[300:])
+    add_all(store, [make_record(f"b{i}", user="u1") for i in range(100)], vectors[300:400])
     want_state, want = _columns_state(store), _results(store, vectors[:15])
     _kill(store)
 
