@@ -19,9 +19,13 @@ order (natural-log idf, k1 = 1.2, b = 0.75), over the snapshot's corpus statisti
 from __future__ import annotations
 
 import json
+import os
+import uuid
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -35,6 +39,9 @@ from agentmemory.spi import ANY, RecordFilter
 from ._sql import ident, to_micros
 
 _NO_EXPIRY = int(np.iinfo(np.int64).max)
+FORMAT = 1
+"""Version of the file ``KeywordIndex.save`` writes (a load of another format rebuilds)."""
+_CODE_COLUMNS = ("agent", "thread", "rtype", "status")
 _ROUND_MARGIN = 2e-6
 """Scores closer than this to the k-th one may round (6 decimals) to a tie with it."""
 
@@ -87,10 +94,41 @@ class DeltaDocFreq:
 
 
 class KeywordIndex:
-    """Postings, length norms and filter columns of one fts snapshot (immutable)."""
+    """Postings, length norms and filter columns of one fts snapshot (immutable): ``build``
+    reads them from the snapshot's fts tables, ``load`` from the file ``save`` wrote beside the
+    database (so a reopened store's first keyword search does not rebuild them)."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, table: str) -> None:
-        self.table = table = ident(table)
+    def __init__(self, table: str, fields: dict[str, Any]) -> None:
+        self.table = table
+        self.n: int = fields["n"]
+        self.rids: list[str] = fields["rids"]
+        self.avg_len: float = fields["avg_len"]
+        self.norm: np.ndarray = fields["norm"]
+        self.user_range: dict[Any, tuple[int, int]] = fields["user_range"]
+        self.thread_range: dict[tuple[Any, Any], tuple[int, int]] = fields["thread_range"]
+        self.agent: _Codes = fields["agent"]
+        self.thread: _Codes = fields["thread"]
+        self.rtype: _Codes = fields["rtype"]
+        self.status: _Codes = fields["status"]
+        self.seq: np.ndarray = fields["seq"]
+        self.expires: np.ndarray = fields["expires"]
+        self.meta: list[str | None] = fields["meta"]
+        self.docs: np.ndarray = fields["docs"]
+        """Postings (document positions) per term, term by term (CSR over ``offsets``)."""
+        self.tf: np.ndarray = fields["tf"]
+        self.offsets: np.ndarray = fields["offsets"]
+        self.term_id: dict[str, int] = fields["term_id"]
+        self.df: dict[str, int] = fields["df"]
+
+    @cached_property
+    def pos_of(self) -> dict[str, int]:
+        """rid -> position (built at the first search that needs it: stale rows, id filters)."""
+        return {rid: i for i, rid in enumerate(self.rids)}
+
+    @classmethod
+    def build(cls, con: duckdb.DuckDBPyConnection, table: str) -> KeywordIndex:
+        """Read the snapshot ``table``'s fts tables into postings."""
+        table = ident(table)
         fts = f"fts_main_{table}"
         docs = con.execute(
             f"SELECT d.docid, s.rid, s.user_id, s.agent_id, s.thread_id, s.rtype, s.status, s.seq, "
@@ -99,47 +137,108 @@ class KeywordIndex:
             "ORDER BY s.user_id NULLS FIRST, s.thread_id NULLS FIRST, s.rid"
         ).fetchnumpy()
         n = len(docs["rid"])
-        self.n = n
         docid = docs["docid"].astype(np.int64)
         pos_of_docid = np.full(int(docid.max()) + 1 if n else 1, -1, np.int64)
         pos_of_docid[docid] = np.arange(n)
-        self.rids: list[str] = docs["rid"].tolist()
-        self.pos_of: dict[str, int] = {rid: i for i, rid in enumerate(self.rids)}
-        lengths = docs["len"].astype(np.float64)
         # the reference's average: total length / documents, in Python floats
-        self.avg_len = float(sum(int(x) for x in docs["len"])) / n if n else 1.0
-        self.avg_len = self.avg_len or 1.0
-        self.norm = length_norm(lengths, self.avg_len)
+        avg_len = (float(sum(int(x) for x in docs["len"])) / n if n else 1.0) or 1.0
         users: list[Any] = docs["user_id"].tolist()
         threads: list[Any] = docs["thread_id"].tolist()
-        self.user_range: dict[Any, tuple[int, int]] = {}
-        self.thread_range: dict[tuple[Any, Any], tuple[int, int]] = {}
+        user_range: dict[Any, tuple[int, int]] = {}
+        thread_range: dict[tuple[Any, Any], tuple[int, int]] = {}
         start = 0
         for i in range(1, n + 1):
             if i == n or users[i] != users[start] or threads[i] != threads[start]:
-                self.thread_range[(users[start], threads[start])] = (start, i)
-                lo = self.user_range.get(users[start], (start, i))[0]
-                self.user_range[users[start]] = (lo, i)
+                thread_range[(users[start], threads[start])] = (start, i)
+                lo = user_range.get(users[start], (start, i))[0]
+                user_range[users[start]] = (lo, i)
                 start = i
-        self.agent = _Codes.build(docs["agent_id"].tolist())
-        self.thread = _Codes.build(threads)
-        self.rtype = _Codes.build(docs["rtype"].tolist())
-        self.status = _Codes.build(docs["status"].tolist())
-        self.seq = docs["seq"].astype(np.int64)
-        self.expires = docs["expires_us"].astype(np.int64)
-        self.meta: list[str | None] = [None if m == "{}" else m for m in docs["metadata"].tolist()]
         # postings: (termid, position, tf) ordered by term, then position
         post = con.execute(f"SELECT termid, docid, count(*) AS tf FROM {fts}.terms GROUP BY termid, docid").fetchnumpy()
         terms = con.execute(f"SELECT termid, term, df FROM {fts}.dict").fetchnumpy()
         termid = post["termid"].astype(np.int64)
         position = pos_of_docid[post["docid"].astype(np.int64)]
         order = np.lexsort((position, termid))
-        self.docs = np.ascontiguousarray(position[order])
-        self.tf = post["tf"].astype(np.float64)[order]
         n_ids = int(terms["termid"].max()) + 1 if len(terms["termid"]) else 1
-        self.offsets = np.searchsorted(termid[order], np.arange(n_ids + 1))
-        self.term_id: dict[str, int] = dict(zip(terms["term"].tolist(), terms["termid"].astype(np.int64).tolist()))
-        self.df: dict[str, int] = dict(zip(terms["term"].tolist(), terms["df"].astype(np.int64).tolist()))
+        return cls(table, {
+            "n": n, "rids": docs["rid"].tolist(), "avg_len": avg_len,
+            "norm": length_norm(docs["len"].astype(np.float64), avg_len),
+            "user_range": user_range, "thread_range": thread_range,
+            "agent": _Codes.build(docs["agent_id"].tolist()), "thread": _Codes.build(threads),
+            "rtype": _Codes.build(docs["rtype"].tolist()), "status": _Codes.build(docs["status"].tolist()),
+            "seq": docs["seq"].astype(np.int64), "expires": docs["expires_us"].astype(np.int64),
+            "meta": [None if m == "{}" else m for m in docs["metadata"].tolist()],
+            "docs": np.ascontiguousarray(position[order]), "tf": post["tf"].astype(np.float64)[order],
+            "offsets": np.searchsorted(termid[order], np.arange(n_ids + 1)),
+            "term_id": dict(zip(terms["term"].tolist(), terms["termid"].astype(np.int64).tolist())),
+            "df": dict(zip(terms["term"].tolist(), terms["df"].astype(np.int64).tolist())),
+        })
+
+    # ---- persistence --------------------------------------------------------------------------
+    def save(self, path: Path, key: str) -> None:
+        """Write the postings to ``path`` atomically (a temporary file, fsynced, then renamed), as
+        of ``key`` (what ``load`` must be given to accept them: the snapshot, its watermark and
+        rows, the analyzer). A crash leaves the old file or the new one, never half of one."""
+        terms = list(self.term_id)
+        header = {
+            "format": FORMAT, "key": key, "table": self.table, "n": self.n, "avg_len": self.avg_len,
+            "users": [[u, lo, hi] for u, (lo, hi) in self.user_range.items()],
+            "threads": [[u, t, lo, hi] for (u, t), (lo, hi) in self.thread_range.items()],
+            "codes": {name: list(getattr(self, name).of) for name in _CODE_COLUMNS},
+            "terms": len(terms),
+        }
+        arrays = {
+            "header": _pack([json.dumps(header)]), "rids": _pack(self.rids),
+            "meta": _pack(["" if m is None else m for m in self.meta]),
+            "norm": self.norm, "seq": self.seq, "expires": self.expires,
+            "docs": self.docs.astype(np.int32), "tf": self.tf.astype(np.uint16 if not len(self.tf) or self.tf.max() <= 65535 else np.uint32),
+            "offsets": self.offsets.astype(np.int64), "terms": _pack(terms),
+            "term_ids": np.fromiter((self.term_id[t] for t in terms), np.int64, len(terms)),
+            "term_df": np.fromiter((self.df[t] for t in terms), np.int64, len(terms)),
+            **{f"code_{name}": getattr(self, name).codes for name in _CODE_COLUMNS},
+        }
+        tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
+        try:
+            with open(tmp, "wb") as fh:
+                np.savez(fh, allow_pickle=False, **arrays)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    @classmethod
+    def load(cls, path: Path, key: str) -> KeywordIndex:
+        """The postings ``save`` wrote to ``path`` as of ``key``. ``FileNotFoundError`` when there
+        are none; ``ValueError`` (or a zip or numpy error) when they are of another snapshot,
+        format or analyzer, or not whole (every member's CRC is checked as it is read)."""
+        with np.load(path, allow_pickle=False) as data:
+            arrays: dict[str, np.ndarray] = {name: data[name] for name in data.files}
+        header = json.loads(arrays["header"].tobytes())
+        if header.get("format") != FORMAT or header.get("key") != key:
+            raise ValueError("postings of another snapshot, format or analyzer")
+        n, n_terms = int(header["n"]), int(header["terms"])
+        rids, terms = _unpack(arrays["rids"], n), _unpack(arrays["terms"], n_terms)
+        meta = _unpack(arrays["meta"], n)
+        docs, tf, offsets = arrays["docs"].astype(np.int64), arrays["tf"].astype(np.float64), arrays["offsets"]
+        codes = {name: arrays[f"code_{name}"] for name in _CODE_COLUMNS}
+        columns = (arrays["norm"], arrays["seq"], arrays["expires"], *codes.values())
+        if (len(rids) != n or len(meta) != n or len(terms) != n_terms or any(c.shape != (n,) for c in columns)
+                or tf.shape != docs.shape or arrays["term_ids"].shape != (n_terms,) or arrays["term_df"].shape != (n_terms,)):
+            raise ValueError("postings arrays of inconsistent shapes")
+        if len(docs) and (docs.min() < 0 or docs.max() >= n or offsets[0] != 0 or offsets[-1] != len(docs)
+                          or np.any(np.diff(offsets) < 0) or arrays["term_ids"].max() >= len(offsets) - 1):
+            raise ValueError("postings out of range")
+        return cls(header["table"], {
+            "n": n, "rids": rids, "avg_len": float(header["avg_len"]), "norm": arrays["norm"],
+            "user_range": {u: (lo, hi) for u, lo, hi in header["users"]},
+            "thread_range": {(u, t): (lo, hi) for u, t, lo, hi in header["threads"]},
+            **{name: _Codes(codes[name], {v: i for i, v in enumerate(header["codes"][name])}) for name in _CODE_COLUMNS},
+            "seq": arrays["seq"], "expires": arrays["expires"], "meta": [m or None for m in meta],
+            "docs": docs, "tf": tf, "offsets": offsets,
+            "term_id": dict(zip(terms, arrays["term_ids"].tolist())),
+            "df": dict(zip(terms, arrays["term_df"].tolist())),
+        })
 
     # ---- search -----------------------------------------------------------------------------
     def _range(self, flt: RecordFilter) -> tuple[int, int] | None:
@@ -256,6 +355,14 @@ class KeywordIndex:
                     cut = value - _ROUND_MARGIN
         out.sort(key=lambda pair: (-round(pair[1], 6), pair[0]))
         return out
+
+
+def _pack(texts: list[str]) -> np.ndarray:
+    return np.frombuffer("\x00".join(texts).encode("utf-8"), dtype=np.uint8).copy()
+
+
+def _unpack(data: np.ndarray, count: int) -> list[str]:
+    return data.tobytes().decode("utf-8").split("\x00") if count else []
 
 
 __all__ = ["KeywordIndex"]

@@ -555,6 +555,43 @@ class DuckDBStore(MemoryStore):
         self._vec_changes, self._vec_changes_at_build = int(vec_changes), 0
         self._doc_changes, self._doc_changes_at_build = int(doc_changes), 0
 
+    # ---- persisted keyword postings ------------------------------------------------------------
+    @property
+    def keyword_index_file(self) -> Path | None:
+        """Where the BM25 snapshot's postings are kept beside the database (``<file>.keyword.npz``;
+        None for an in-memory database). Derived data: deleting it costs one rebuild."""
+        return None if self._path is None else self._path.with_name(f"{self._path.name}.keyword.npz")
+
+    def _keyword_key(self, state: IndexState) -> str:
+        return f"{state.table}:{state.watermark}:{state.rows}:{self._analyzer.fingerprint}"
+
+    def _keyword_index(self, con: duckdb.DuckDBPyConnection, state: IndexState) -> KeywordIndex:
+        """The snapshot's postings: from the file a build saved when it is of this snapshot (a
+        reopened store's first keyword search then reads it instead of rebuilding: 1 s at 100k,
+        11-18 s at 1M), else built from the fts tables (and saved for the next open)."""
+        path = self.keyword_index_file
+        if path is not None:
+            try:
+                return KeywordIndex.load(path, self._keyword_key(state))  # the key names the table
+            except FileNotFoundError:
+                pass
+            except Exception as exc:  # another snapshot's, torn or foreign: rebuild
+                log.debug("DuckDB keyword postings at %s not used: %s", path, exc)
+        kw = KeywordIndex.build(con, state.table)
+        if not self._read_only:
+            self._save_keyword_index(kw, state)
+        return kw
+
+    def _save_keyword_index(self, kw: KeywordIndex, state: IndexState) -> None:
+        """Keep ``kw`` beside the database (best effort: a failure costs the next open a rebuild)."""
+        path = self.keyword_index_file
+        if path is None or self._read_only:
+            return
+        try:
+            kw.save(path, self._keyword_key(state))
+        except OSError as exc:
+            log.warning("DuckDB keyword postings not saved to %s: %s", path, exc)
+
     def _close(self) -> None:
         self._stop.set()
         builder = self._builder
@@ -1056,7 +1093,7 @@ class DuckDBStore(MemoryStore):
                 stale = frozenset() if clean else self._stale_since(con, watermark)
                 kw = self._kw
                 if kw is None or kw.table != fts.table:
-                    kw = self._kw = KeywordIndex(con, fts.table)
+                    kw = self._kw = self._keyword_index(con, fts)
                 indexed = kw.search(terms, filter, k, stale)
             # the delta's ids only: its rows are scored from cached term counts, and only the k
             # winners are read in full (by ``_merge_with_rows``)
@@ -1372,8 +1409,10 @@ class DuckDBStore(MemoryStore):
                     f"PRAGMA create_fts_index('{table}', 'rid', 'terms', stemmer = 'none', stopwords = 'none', "
                     f"ignore = '{_FTS_IGNORE}', strip_accents = 0, lower = 0, overwrite = 1)"
                 )
-            keyword = KeywordIndex(cursor, table) if job == "fts" and rows else None
             state = IndexState(table, int(watermark), int(rows))
+            keyword = KeywordIndex.build(cursor, table) if job == "fts" and rows else None
+            if keyword is not None:
+                self._save_keyword_index(keyword, state)
             with self._lock:
                 if self._stop.is_set() or self._con is None:
                     raise _Cancelled
