@@ -29,7 +29,7 @@ _CYRILLIC = "\u0400-\u04ff"
 _PIECES = re.compile(
     rf"(?P<kana_han>[{_KANA_HAN}])|(?P<hangul>[{_HANGUL}])|(?P<digits>\d+)|(?P<latin>[{_LATIN}]+)"
     rf"|(?P<cyrillic>[{_CYRILLIC}]+)|(?P<letters>[^\W\d_{_KANA_HAN}{_HANGUL}{_LATIN}{_CYRILLIC}]+)"
-    r"|(?P<contraction>'(?:[sdmtSDMT]|ll|ve|re|LL|VE|RE)\b)|(?P<space>\s*\n\s*|[ \t]{2,})|(?P<ascii_punct>[!-/:-@\[-`{-~]+)|(?P<emoji>[\U0001f000-\U0001faff])|(?P<symbol>[^\w\s])"
+    r"|(?P<contraction>'(?:[sdmtSDMT]|ll|ve|re|LL|VE|RE)\b)|(?P<space>\s*\n\s*|[ \t]{2,})|(?P<ascii_punct>[!-/:-@\[-`{-~]+[\r\n]*)|(?P<emoji>[\U0001f000-\U0001faff])|(?P<symbol>[^\w\s])"
 )
 """The pieces a BPE tokenizer's pre-tokenizer splits text into, by script."""
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
@@ -52,7 +52,9 @@ _COST: dict[str, Callable[[str], float]] = {
     "cyrillic": lambda s: max(1.0, len(s) / 2),
     "letters": lambda s: float(len(s)),  # Greek, Arabic, Hebrew, Indic, Thai…: about one per letter
     "space": lambda s: 1.0,  # line breaks and indentation; single spaces join the next word
-    "ascii_punct": lambda s: math.ceil(len(s) / 2),
+    # GPT pre-tokenizers keep a punctuation run and the line breaks right after it in one piece,
+    # and BPE merges the common runs ('">', '?</', '.\n', '://', '();'): about three per token
+    "ascii_punct": lambda s: math.ceil(len(s.rstrip("\r\n")) / 3),
     "emoji": lambda s: 3.0,
     "symbol": lambda s: 1.0,
 }
