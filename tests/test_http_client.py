@@ -87,14 +87,15 @@ def test_connect_and_read_timeouts_are_separate(server: ScriptedServer) -> None:
 
 def test_read_timeout_does_not_wait_for_the_connect_budget(server: ScriptedServer) -> None:
     def slow(req: dict[str, Any]) -> Any:
-        time.sleep(0.5)
+        time.sleep(2.0)
         return "late"
 
     server.chat = slow
     started = time.monotonic()
     with pytest.raises(ModelError, match="timed out"):
         make_llm(server, timeout_s=0.1, connect_timeout_s=30.0, max_retries=0).generate(Q)
-    assert time.monotonic() - started < 0.45
+    # gave up at the 0.1 s read budget, not after the server's 2 s (margin for a loaded machine)
+    assert time.monotonic() - started < 1.5
 
 
 def test_proxy_is_taken_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -112,13 +112,22 @@ class KeywordIndex:
         self.status: _Codes = fields["status"]
         self.seq: np.ndarray = fields["seq"]
         self.expires: np.ndarray = fields["expires"]
-        self.meta: list[str | None] = fields["meta"]
+        self._meta: list[str | None] | np.ndarray = fields["meta"]
+        """Per document its metadata JSON (None for ``{}``), or as ``save`` packed it."""
         self.docs: np.ndarray = fields["docs"]
         """Postings (document positions) per term, term by term (CSR over ``offsets``)."""
         self.tf: np.ndarray = fields["tf"]
         self.offsets: np.ndarray = fields["offsets"]
         self.term_id: dict[str, int] = fields["term_id"]
         self.df: dict[str, int] = fields["df"]
+
+    @cached_property
+    def meta(self) -> list[str | None]:
+        """Per document its metadata JSON (None for ``{}``): unpacked at the first metadata
+        filter (most searches have none)."""
+        if isinstance(self._meta, np.ndarray):
+            return [m or None for m in _unpack(self._meta, self.n)]
+        return self._meta
 
     @cached_property
     def pos_of(self) -> dict[str, int]:
@@ -219,11 +228,10 @@ class KeywordIndex:
             raise ValueError("postings of another snapshot, format or analyzer")
         n, n_terms = int(header["n"]), int(header["terms"])
         rids, terms = _unpack(arrays["rids"], n), _unpack(arrays["terms"], n_terms)
-        meta = _unpack(arrays["meta"], n)
         docs, tf, offsets = arrays["docs"].astype(np.int64), arrays["tf"].astype(np.float64), arrays["offsets"]
         codes = {name: arrays[f"code_{name}"] for name in _CODE_COLUMNS}
         columns = (arrays["norm"], arrays["seq"], arrays["expires"], *codes.values())
-        if (len(rids) != n or len(meta) != n or len(terms) != n_terms or any(c.shape != (n,) for c in columns)
+        if (len(rids) != n or (n and arrays["meta"].dtype != np.uint8) or len(terms) != n_terms or any(c.shape != (n,) for c in columns)
                 or tf.shape != docs.shape or arrays["term_ids"].shape != (n_terms,) or arrays["term_df"].shape != (n_terms,)):
             raise ValueError("postings arrays of inconsistent shapes")
         if len(docs) and (docs.min() < 0 or docs.max() >= n or offsets[0] != 0 or offsets[-1] != len(docs)
@@ -234,7 +242,7 @@ class KeywordIndex:
             "user_range": {u: (lo, hi) for u, lo, hi in header["users"]},
             "thread_range": {(u, t): (lo, hi) for u, t, lo, hi in header["threads"]},
             **{name: _Codes(codes[name], {v: i for i, v in enumerate(header["codes"][name])}) for name in _CODE_COLUMNS},
-            "seq": arrays["seq"], "expires": arrays["expires"], "meta": [m or None for m in meta],
+            "seq": arrays["seq"], "expires": arrays["expires"], "meta": arrays["meta"],
             "docs": docs, "tf": tf, "offsets": offsets,
             "term_id": dict(zip(terms, arrays["term_ids"].tolist())),
             "df": dict(zip(terms, arrays["term_df"].tolist())),
