@@ -9,7 +9,8 @@ Every operation is a plan from ``_plans`` run by a sync driver (a ``psycopg_pool
 ``ConnectionPool``) or a native async one (an ``AsyncConnectionPool`` per event loop). Each
 ``WriteBatch`` is one transaction (retried whole after a deadlock or serialization failure);
 multi-statement reads run in one ``REPEATABLE READ READ ONLY`` transaction, so a search never
-mixes two states of the store. Driver errors become agentmemory's typed errors: a lost or
+mixes two states of the store; a vector search needs none: each of its statements answers on its
+own, so it runs outside a transaction, usually in one round trip (``_plans.vector_plan``). Driver errors become agentmemory's typed errors: a lost or
 refused connection is ``BackendUnavailable``, and the pools check connections on checkout, so
 the store recovers by itself once the server is back.
 """
@@ -214,21 +215,71 @@ async def _exec_async(conn: psycopg.AsyncConnection[Any], stmt: plans.Statement,
     return count
 
 
+def _exec_batch_sync(conn: psycopg.Connection[Any], pending: Sequence[plans.Fetch], stmt: plans.Statement) -> Any:
+    """Send the deferred ``pending`` and ``stmt`` in one pipeline: one round trip (one protocol
+    sync, so outside a transaction they share one implicit transaction)."""
+    if isinstance(stmt, plans.Copy):
+        for item in pending:
+            _exec_sync(conn, item)
+        return _exec_sync(conn, stmt)
+    with conn.pipeline():
+        for item in pending:
+            conn.cursor(binary=item.binary).execute(item.sql, list(item.params) if item.params else None)
+        cur = conn.cursor(binary=isinstance(stmt, plans.Fetch) and stmt.binary)
+        cur.execute(stmt.sql, list(stmt.params) if stmt.params else None)
+    if isinstance(stmt, plans.Fetch):
+        rows = cur.fetchall()
+        cur.close()
+        return rows
+    return cur.rowcount
+
+
 def _steps_sync(conn: psycopg.Connection[Any], plan: plans.Plan[Any], operation: str, pipeline: psycopg.Pipeline | None) -> Any:
-    """Feed ``plan`` its statements' results; driver errors are mapped and thrown into it."""
+    """Feed ``plan`` its statements' results; driver errors are mapped and thrown into it.
+    Outside a pipelined transaction a deferred statement (``Fetch.defer``) waits for the next
+    one and goes with it in one pipeline."""
     result: Any = None
     error: BaseException | None = None
+    pending: list[plans.Fetch] = []
     while True:
         try:
             stmt = plan.send(result) if error is None else plan.throw(error)
         except StopIteration as stop:
+            if pending:
+                _exec_batch_sync(conn, pending[:-1], pending[-1])
             return stop.value
         result, error = None, None
+        if pipeline is None and isinstance(stmt, plans.Fetch) and stmt.defer:
+            pending.append(stmt)
+            result = []
+            continue
         try:
-            result = _exec_sync(conn, stmt, pipeline)
+            if pending:
+                batch, pending = pending, []
+                result = _exec_batch_sync(conn, batch, stmt)
+            else:
+                result = _exec_sync(conn, stmt, pipeline)
         except psycopg.Error as exc:
             error = map_error(exc, operation)
             error.__cause__ = exc
+
+
+async def _exec_batch_async(conn: psycopg.AsyncConnection[Any], pending: Sequence[plans.Fetch], stmt: plans.Statement) -> Any:
+    """``_exec_batch_sync`` on an async connection."""
+    if isinstance(stmt, plans.Copy):
+        for item in pending:
+            await _exec_async(conn, item)
+        return await _exec_async(conn, stmt)
+    async with conn.pipeline():
+        for item in pending:
+            await conn.cursor(binary=item.binary).execute(item.sql, list(item.params) if item.params else None)
+        cur = conn.cursor(binary=isinstance(stmt, plans.Fetch) and stmt.binary)
+        await cur.execute(stmt.sql, list(stmt.params) if stmt.params else None)
+    if isinstance(stmt, plans.Fetch):
+        rows = await cur.fetchall()
+        await cur.close()
+        return rows
+    return cur.rowcount
 
 
 async def _steps_async(
@@ -237,14 +288,25 @@ async def _steps_async(
     """``_steps_sync`` on an async connection."""
     result: Any = None
     error: BaseException | None = None
+    pending: list[plans.Fetch] = []
     while True:
         try:
             stmt = plan.send(result) if error is None else plan.throw(error)
         except StopIteration as stop:
+            if pending:
+                await _exec_batch_async(conn, pending[:-1], pending[-1])
             return stop.value
         result, error = None, None
+        if pipeline is None and isinstance(stmt, plans.Fetch) and stmt.defer:
+            pending.append(stmt)
+            result = []
+            continue
         try:
-            result = await _exec_async(conn, stmt, pipeline)
+            if pending:
+                batch, pending = pending, []
+                result = await _exec_batch_async(conn, batch, stmt)
+            else:
+                result = await _exec_async(conn, stmt, pipeline)
         except psycopg.Error as exc:
             error = map_error(exc, operation)
             error.__cause__ = exc
@@ -257,7 +319,8 @@ def drive_sync(conn: psycopg.Connection[Any], plan: plans.Plan[Any], begin: str 
     A read transaction (``_READ_TX``) runs in pipeline mode: BEGIN is sent with the first
     statement, a deferred statement (``Fetch.defer``) with the one after it, and COMMIT waits
     for nothing but itself, so each statement whose rows the plan reads costs one round trip
-    and the transaction one more."""
+    and the transaction one more. Without ``begin`` (vector searches) each statement runs on its
+    own, a deferred one in one pipeline with the next (``_steps_sync``)."""
     try:
         if begin == _READ_TX:
             with conn.pipeline() as pipeline:
@@ -390,6 +453,7 @@ class PostgresStore(MemoryStore):
             raise InvalidArgument("pool_min", "must not exceed pool_max")
         self._pool_timeout = _as_float("pool_timeout", pool_timeout, 0.1)
         self._connect_timeout = _as_int("connect_timeout", connect_timeout, 1)
+        self._scope_sizes = plans.ScopeSizes()
         self._planner = plans.VectorPlanner(
             index=_as_bool("vector_index", vector_index),
             exact_max_rows=_as_int("exact_max_rows", exact_max_rows, 0),
@@ -742,7 +806,13 @@ class PostgresStore(MemoryStore):
         raise AssertionError("unreachable")
 
     # ---- SPI ----------------------------------------------------------------------------------
+    def _forget_scope_sizes(self, batch: WriteBatch) -> None:
+        """Deletes and patches can shrink a scope (``ScopeSizes``); adds only grow them."""
+        if batch.delete or batch.patch:
+            self._scope_sizes.clear()
+
     def _write(self, batch: WriteBatch) -> list[Record]:
+        self._forget_scope_sizes(batch)
         return list(self._run(lambda: plans.write_plan(self._names, batch, self._analyzer), "write", _WRITE_TX))
 
     def _query(self, filter: RecordFilter, order: Order, limit: int | None, offset: int) -> list[Record]:
@@ -757,9 +827,15 @@ class PostgresStore(MemoryStore):
     def _read_vectors(self, record_ids: Sequence[str]) -> dict[str, np.ndarray]:
         return dict(self._run(lambda: plans.vectors_plan(self._names, record_ids), "read vectors", None))
 
+    def _search_tx(self) -> str | None:
+        """A pgvector search's every statement answers on its own (``vector_plan``): no
+        transaction. The client engine ranks ids first and reads their records after, so it
+        reads in one snapshot (``_READ_TX``)."""
+        return None if self._names.engine == "pgvector" else _READ_TX
+
     def _vector_search(self, vector: np.ndarray, filter: RecordFilter, k: int) -> list[Hit]:
-        make = lambda: plans.vector_plan(self._names, vector, filter, k, self._planner)  # noqa: E731
-        return list(self._run(make, "vector search", _READ_TX))
+        make = lambda: plans.vector_plan(self._names, vector, filter, k, self._planner, self._scope_sizes)  # noqa: E731
+        return list(self._run(make, "vector search", self._search_tx()))
 
     def explain_vector_search(self, vector: np.ndarray, filter: RecordFilter | None = None, k: int = 10) -> plans.VectorSearchTrace:
         """Run ``vector_search`` and say how it ran: the planner's path (exact scan or HNSW), the
@@ -771,7 +847,10 @@ class PostgresStore(MemoryStore):
         vec = validate_vector("vector", vector, dim)
         validate_k(k)
         validate_filter(flt)
-        make = lambda: plans.explained(plans.vector_plan(self._names, vec, flt, k, self._planner))  # noqa: E731
+        def make() -> plans.Plan[plans.VectorSearchTrace]:
+            trace = plans.VectorSearchTrace()
+            return plans.explained(plans.vector_plan(self._names, vec, flt, k, self._planner, self._scope_sizes, trace), trace)
+
         trace: plans.VectorSearchTrace = self._run(make, "vector search", _READ_TX)
         return trace
 
@@ -783,6 +862,7 @@ class PostgresStore(MemoryStore):
         return dict(self._run(lambda: plans.settle_plan(self._names, self._planner), "settle", None))
 
     async def _awrite(self, batch: WriteBatch) -> list[Record]:
+        self._forget_scope_sizes(batch)
         return list(await self._arun(lambda: plans.write_plan(self._names, batch, self._analyzer), "write", _WRITE_TX))
 
     async def _aquery(self, filter: RecordFilter, order: Order, limit: int | None, offset: int) -> list[Record]:
@@ -798,8 +878,8 @@ class PostgresStore(MemoryStore):
         return dict(await self._arun(lambda: plans.vectors_plan(self._names, record_ids), "read vectors", None))
 
     async def _avector_search(self, vector: np.ndarray, filter: RecordFilter, k: int) -> list[Hit]:
-        make = lambda: plans.vector_plan(self._names, vector, filter, k, self._planner)  # noqa: E731
-        return list(await self._arun(make, "vector search", _READ_TX))
+        make = lambda: plans.vector_plan(self._names, vector, filter, k, self._planner, self._scope_sizes)  # noqa: E731
+        return list(await self._arun(make, "vector search", self._search_tx()))
 
     async def _akeyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
         make = lambda: plans.keyword_plan(self._names, text, filter, k, self._analyzer)  # noqa: E731

@@ -151,6 +151,9 @@ def test_hnsw_recall_at_every_selectivity(pg_dsn: str, schema: str, corpus: Corp
             trace = store.explain_vector_search(query, flt, K)
             assert trace.path.startswith("hnsw"), trace.path
             assert trace.index_used, trace.plans
+            # an iterative scan returns rows slightly out of order: the candidates are sorted for
+            # real before the best are sent, not trusted as presorted (an incremental sort)
+            assert not any("Presorted Key" in line for line in trace.plans["hnsw"]), trace.plans["hnsw"]
             if flt.metadata_filter is None:
                 assert trace.path == "hnsw", "the index left fewer than k: the exact scan answered"
             got = {h.record.record_id for h in trace.hits}
@@ -181,6 +184,14 @@ def test_index_settings_are_local_to_the_search(pg_dsn: str, schema: str, corpus
         with pool.connection() as conn:
             shown = [conn.execute(f"SHOW {name}").fetchone() for name in trace.settings]
         assert shown == [("40",), ("off",), ("20000",), ("on",)]
+        # a plain search runs outside a transaction: its settings go with the index query in one
+        # pipeline (one implicit transaction) and are gone after it too
+        for _ in range(3):  # counted, then from ScopeSizes
+            assert len(store.vector_search(corpus.queries[2], RecordFilter(user_id="u-s10"), K)) == K
+        with pool.connection() as conn:
+            shown = [conn.execute(f"SHOW {name}").fetchone() for name in trace.settings]
+            assert conn.info.transaction_status.name == "IDLE"
+        assert shown == [("40",), ("off",), ("20000",), ("on",)]
     finally:
         store.close()
 
@@ -203,7 +214,47 @@ def test_planner_sends_small_scopes_to_the_exact_scan(pg_dsn: str, schema: str, 
             if path == "exact":
                 assert trace.scope_rows == len(rows) and got == truth
                 assert not any("am_records_hnsw" in line for line in trace.plans["exact"])
+                assert "hnsw" not in trace.plans, "a small scope is counted and ranked by one statement"
             else:
                 assert trace.index_used and trace.scope_rows == limit + 1 and len(got & truth) >= K - 1
+                again = store.explain_vector_search(corpus.queries[3], _filter(kind, sel), K)
+                assert again.from_memo and again.scope_rows is None and "exact" not in again.plans
+                assert again.path == "hnsw" and again.index_used
     finally:
         store.close()
+
+
+def test_a_remembered_scope_size_is_checked_against_the_store(pg_dsn: str, corpus: Corpus) -> None:
+    """A scope found larger than the exact limit goes to the index without a count next time
+    (``ScopeSizes``), until the store's vector count falls below the one at the count: then it
+    is counted again, here by a search through a second store object that deleted most of the
+    scope (so the first one's memo is not cleared by its own write), and ranked exactly."""
+    name = f"amtest_memo_{secrets.token_hex(4)}"
+    writer = PostgresStore(pg_dsn, schema=name, vector_engine="pgvector", exact_max_rows=100, exact_scale=0)
+    writer.open(dimension=DIM)
+    try:
+        writer.write(WriteBatch(add=[
+            NewRecord(Record(record_id=f"m{i:04d}", record_type=RecordType.MEMORY, content=f"note {i}",
+                             user_id="big" if i < 300 else "other", timestamp=T0, created_at=T0), corpus.vectors[i])
+            for i in range(600)
+        ]))
+        reader = PostgresStore(pg_dsn, schema=name, exact_max_rows=100, exact_scale=0)
+        reader.open(dimension=DIM)
+        try:
+            flt = RecordFilter(user_id="big")
+            first = reader.explain_vector_search(corpus.queries[0], flt, K)
+            assert first.path == "hnsw" and first.scope_rows == 101 and not first.from_memo
+            second = reader.explain_vector_search(corpus.queries[0], flt, K)
+            assert second.path == "hnsw" and second.from_memo and second.scope_rows is None
+            writer.write(WriteBatch(delete=[f"m{i:04d}" for i in range(250)]))
+            third = reader.explain_vector_search(corpus.queries[0], flt, K)
+            assert third.path == "exact" and third.scope_rows == 50 and not third.from_memo
+            truth = {f"m{int(i):04d}" for i in 250 + np.argsort(-(corpus.vectors[250:300] @ corpus.queries[0]), kind="stable")[:K]}
+            assert {h.record.record_id for h in third.hits} == truth
+            plain = reader.vector_search(corpus.queries[0], flt, K)
+            assert [h.record.record_id for h in plain] == [h.record.record_id for h in third.hits]
+        finally:
+            reader.close()
+    finally:
+        writer.close()
+        writer.drop()
