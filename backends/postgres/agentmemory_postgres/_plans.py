@@ -214,7 +214,7 @@ class VectorPlanner:
     serve). The limit is ``max(exact_max_rows, sqrt(exact_scale * n))``: the exact scan costs
     in proportion to the scope's ``s`` rows, a filtered index scan in proportion to the rows it
     walks past to find enough of them, ``n / s`` per hit, so they break even where ``s`` grows
-    as ``sqrt(n)``; ``exact_scale`` = 500 is measured (README, "Choosing the path"). More go through the
+    as ``sqrt(n)``; ``exact_scale`` = 1,500 is measured (README, "Choosing the path"). More go through the
     HNSW index with iterative scans (``hnsw.iterative_scan = relaxed_order``), fetching
     ``max(k * overfetch, k + min_extra)`` candidates (``k + filtered_extra`` under a filter) that
     are re-ranked exactly. A metadata
@@ -225,7 +225,7 @@ class VectorPlanner:
 
     index: bool = True
     exact_max_rows: int = 2000
-    exact_scale: int = 500
+    exact_scale: int = 1500
     overfetch: int = 2
     min_extra: int = 40
     filtered_extra: int = 90

@@ -410,7 +410,7 @@ class PostgresStore(MemoryStore):
       ``connect_timeout`` — seconds per connection attempt (default 5).
     * ``exact_max_rows``, ``exact_scale`` — a scope of at most ``max(exact_max_rows,
       sqrt(exact_scale * n))`` of the store's ``n`` vectors is ranked exactly (defaults 2,000
-      and 500, measured: see the README); larger ones go through the HNSW index with iterative
+      and 1,500, measured: see the README); larger ones go through the HNSW index with iterative
       scans. ``exact_scale=0`` makes ``exact_max_rows`` the whole rule.
     * ``vector_index`` — use the HNSW index at all (default True).
     * ``ef_search`` — the smallest ``hnsw.ef_search`` of an indexed query (default 100).
@@ -433,7 +433,7 @@ class PostgresStore(MemoryStore):
         pool_timeout: float | str = 10.0,
         connect_timeout: int | str = 5,
         exact_max_rows: int | str = 2000,
-        exact_scale: int | str = 500,
+        exact_scale: int | str = 1500,
         vector_index: bool | str = True,
         ef_search: int | str = 100,
         vector_engine: str = "auto",

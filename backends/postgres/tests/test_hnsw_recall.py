@@ -197,13 +197,13 @@ def test_index_settings_are_local_to_the_search(pg_dsn: str, schema: str, corpus
 
 
 def test_planner_sends_small_scopes_to_the_exact_scan(pg_dsn: str, schema: str, corpus: Corpus) -> None:
-    """With the default planner (``max(2,000, sqrt(500 * 20,000))`` = 3,162 here) the 0.1 %, 1 %
+    """With the default planner (``max(2,000, sqrt(1,500 * 20,000))`` = 5,477 here) the 0.1 %, 1 %
     and 10 % scopes are ranked exactly (no index in their plan: equal to brute force) and the 50 %
     and 100 % ones through the index."""
     store = PostgresStore(pg_dsn, schema=schema)
     store.open(dimension=DIM)
     try:
-        limit = 3162
+        limit = 5477
         for kind, sel, path in (("user", 0.001, "exact"), ("user", 0.01, "exact"), ("thread", 0.1, "exact"),
                                 ("user", 0.5, "hnsw"), ("none", 1.0, "hnsw")):
             rows = _members(corpus, kind, sel)
