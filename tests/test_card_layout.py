@@ -102,28 +102,42 @@ def test_the_summary_leaves_out_a_message_that_a_result_quotes() -> None:
     client.close()
 
 
-def test_fit_card_cuts_exactly_where_adding_one_by_one_would() -> None:
+def test_fit_card_keeps_what_adding_one_by_one_would() -> None:
+    """The card holds the results that adding them one by one in rank order keeps: under a hard
+    budget alone a result that does not fit is passed over and shorter ones below it still go in
+    (the card is a set shown as a timeline); with a soft budget the card stops at the first that
+    does not fit or the one that reaches the soft budget."""
     from agentmemory.operations.card import fit_card
 
     renderer, counter = XmlCardRenderer(), EstimateCounter()
     candidates = [result(rec(f"m{i}", "word " * (1 + i % 7), T0 + timedelta(days=i % 3), role="user"), 1.0) for i in range(40)]
     parts = CardParts(summary="user: a summary line")
 
-    def greedy(budget: int | None, soft: int | None) -> int:
+    def one_by_one(budget: int | None, soft: int | None) -> list[str]:
         chosen: list[SearchResult] = []
         for r in candidates:
             cost = counter.count(renderer(parts.model_copy(update={"relevant": (*chosen, r)})))
             if budget is not None and cost > budget:
+                if soft is None:
+                    continue
                 break
             chosen.append(r)
             if soft is not None and cost >= soft:
                 break
-        return len(chosen)
+        return [r.record.record_id for r in chosen]
 
+    passed_over = 0
     for budget in (None, 0, 10, 40, 120, 333, 10_000):
         for soft in (None, 1, 50, 200, 10_000):
-            got = fit_card(renderer, parts, candidates, budget, soft, counter=counter)
-            assert len(got.relevant) == greedy(budget, soft), (budget, soft)
+            got = [r.record.record_id for r in fit_card(renderer, parts, candidates, budget, soft, counter=counter).relevant]
+            want = one_by_one(budget, soft)
+            assert got == want, (budget, soft)
+            if budget is not None and soft is None and len(want) < len(candidates):
+                passed_over += int(want != [r.record.record_id for r in candidates[: len(want)]])
+            if got:
+                assert counter.count(renderer(parts.model_copy(update={"relevant": tuple(
+                    r for r in candidates if r.record.record_id in got)}))) <= (budget if budget is not None else 10**9)
+    assert passed_over, "some budget must pass a long result over for shorter ones below it"
 
 
 def test_a_reserved_slot_goes_to_a_record_the_card_does_not_already_show() -> None:

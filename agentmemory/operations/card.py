@@ -42,6 +42,10 @@ QUERY_CHARS = 1500
 """Longest text used as one retrieval query (embedders truncate near 512 tokens anyway)."""
 SUMMARY_BUDGET_SHARE = 1 / 3
 """The share of a card's hard token budget the summary may take."""
+FILL_SLACK = 12
+"""Tokens a record's rendered form may come in under its item (the date attribute it drops when
+the record before it has the same day): a candidate whose item exceeds the room left by more is
+not tried."""
 CONTEXT_QUERY_WEIGHT = 0.1
 """Weight of the topic query next to the summary when the thread has no user turn to rank by.
 With a question the card ranks by it alone, like ``search``: on the LoCoMo dev split (100-question
@@ -251,7 +255,31 @@ def fit_card(
             mid = (lo + hi) // 2
             lo, hi = (lo, mid) if cost(mid) >= soft else (mid, hi)
         k = hi
-    return parts.model_copy(update={"relevant": tuple(candidates[:k])})
+    chosen = list(candidates[:k])
+    if budget is not None and soft is None and k < len(candidates):
+        chosen = _filled(renderer, parts, chosen, candidates[k + 1:], budget, cost(k), counter)
+    return parts.model_copy(update={"relevant": tuple(chosen)})
+
+
+def _filled(
+    renderer: Any, parts: CardParts, chosen: list[SearchResult], rest: Sequence[SearchResult], budget: int,
+    used: int, counter: TokenCounter,
+) -> list[SearchResult]:
+    """``chosen`` plus the next-ranked of ``rest`` that still fit the hard ``budget``, in rank
+    order: the card is a set shown as a timeline, so the room left by the first result that did
+    not fit goes to shorter ones below it rather than staying empty."""
+    for cand in rest:
+        room = budget - used
+        if room <= 0:
+            break
+        # a rendered record costs about its item (its date may be left out: ~9 tokens less)
+        if counter.count(cand.formatted_content or "") > room + FILL_SLACK:
+            continue
+        trial = [*chosen, cand]
+        tokens = counter.count(renderer(parts.model_copy(update={"relevant": tuple(trial)})))
+        if tokens <= budget:
+            chosen, used = trial, tokens
+    return chosen
 
 
 def validate_card_args(
