@@ -34,6 +34,7 @@ import numpy as np
 from agentmemory.bm25 import idf, length_norm, term_score
 from agentmemory.filters import metadata_matches
 from agentmemory.records import RecordStatus, RecordType
+from agentmemory.snapshot_arrays import pack_texts, unpack_texts
 from agentmemory.spi import ANY, RecordFilter
 
 from ._sql import ident, to_micros
@@ -126,7 +127,7 @@ class KeywordIndex:
         """Per document its metadata JSON (None for ``{}``): unpacked at the first metadata
         filter (most searches have none)."""
         if isinstance(self._meta, np.ndarray):
-            return [m or None for m in _unpack(self._meta, self.n)]
+            return [m or None for m in unpack_texts(self._meta, self.n)]
         return self._meta
 
     @cached_property
@@ -197,11 +198,11 @@ class KeywordIndex:
             "terms": len(terms),
         }
         arrays = {
-            "header": _pack([json.dumps(header)]), "rids": _pack(self.rids),
-            "meta": _pack(["" if m is None else m for m in self.meta]),
+            "header": pack_texts([json.dumps(header)]), "rids": pack_texts(self.rids),
+            "meta": pack_texts(["" if m is None else m for m in self.meta]),
             "norm": self.norm, "seq": self.seq, "expires": self.expires,
             "docs": self.docs.astype(np.int32), "tf": self.tf.astype(np.uint16 if not len(self.tf) or self.tf.max() <= 65535 else np.uint32),
-            "offsets": self.offsets.astype(np.int64), "terms": _pack(terms),
+            "offsets": self.offsets.astype(np.int64), "terms": pack_texts(terms),
             "term_ids": np.fromiter((self.term_id[t] for t in terms), np.int64, len(terms)),
             "term_df": np.fromiter((self.df[t] for t in terms), np.int64, len(terms)),
             **{f"code_{name}": getattr(self, name).codes for name in _CODE_COLUMNS},
@@ -227,7 +228,7 @@ class KeywordIndex:
         if header.get("format") != FORMAT or header.get("key") != key:
             raise ValueError("postings of another snapshot, format or analyzer")
         n, n_terms = int(header["n"]), int(header["terms"])
-        rids, terms = _unpack(arrays["rids"], n), _unpack(arrays["terms"], n_terms)
+        rids, terms = unpack_texts(arrays["rids"], n), unpack_texts(arrays["terms"], n_terms)
         docs, tf, offsets = arrays["docs"].astype(np.int64), arrays["tf"].astype(np.float64), arrays["offsets"]
         codes = {name: arrays[f"code_{name}"] for name in _CODE_COLUMNS}
         columns = (arrays["norm"], arrays["seq"], arrays["expires"], *codes.values())
@@ -363,14 +364,6 @@ class KeywordIndex:
                     cut = value - _ROUND_MARGIN
         out.sort(key=lambda pair: (-round(pair[1], 6), pair[0]))
         return out
-
-
-def _pack(texts: list[str]) -> np.ndarray:
-    return np.frombuffer("\x00".join(texts).encode("utf-8"), dtype=np.uint8).copy()
-
-
-def _unpack(data: np.ndarray, count: int) -> list[str]:
-    return data.tobytes().decode("utf-8").split("\x00") if count else []
 
 
 __all__ = ["KeywordIndex"]

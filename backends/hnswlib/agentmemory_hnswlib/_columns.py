@@ -20,6 +20,7 @@ import numpy as np
 
 from agentmemory.filters import metadata_matches
 from agentmemory.records import RecordStatus, RecordType
+from agentmemory.snapshot_arrays import pack_texts, unpack_texts
 from agentmemory.spi import ANY, RecordFilter
 
 RECORD_TYPES: tuple[RecordType, ...] = tuple(RecordType)
@@ -200,11 +201,11 @@ class Columns:
         for text, code in self.codes.items():
             codes[code - 1] = text
         out = {name: getattr(self, name)[:n] for name in self._ARRAYS}
-        out["rids"] = _pack(self.rids)
-        out["meta"] = _pack([m or "" for m in self.meta])
+        out["rids"] = pack_texts(self.rids)
+        out["meta"] = pack_texts([m or "" for m in self.meta])
         for name, column in zip(_FIELD_ARRAYS, zip(*self.fields) if n else [()] * len(_FIELD_ARRAYS)):
-            out[name] = _pack([v or "" for v in column])
-        out["codes"] = _pack(codes)
+            out[name] = pack_texts([v or "" for v in column])
+        out["codes"] = pack_texts(codes)
         out["codes_count"] = np.array([len(codes)], np.int64)
         return out
 
@@ -216,14 +217,14 @@ class Columns:
         caller fills ``vectors[:n]``)."""
         n = len(arrays["labels"])
         cols = cls(dimension, capacity=int(n * 1.25) + 16)
-        rids = _unpack(arrays["rids"], n)
-        meta = _unpack(arrays["meta"], n)
+        rids = unpack_texts(arrays["rids"], n)
+        meta = unpack_texts(arrays["meta"], n)
         if len(rids) != n or len(meta) != n or (vectors is not None and vectors.shape[0] != n):
             raise ValueError("snapshot columns disagree in length")
         missing = [name for name in _FIELD_ARRAYS if name not in arrays]
         if missing:  # a snapshot written before the columns held them: the caller reads the records
             raise ValueError(f"snapshot columns lack {', '.join(missing)}")
-        content, role, stamp, created, expiry, index_text = (_unpack(arrays[name], n) for name in _FIELD_ARRAYS)
+        content, role, stamp, created, expiry, index_text = (unpack_texts(arrays[name], n) for name in _FIELD_ARRAYS)
         if any(len(column) != n for column in (content, role, stamp, created, expiry, index_text)):
             raise ValueError("snapshot record fields disagree in length")
         for name in cls._ARRAYS:
@@ -236,7 +237,7 @@ class Columns:
         cols.rids = rids
         cols.meta = [m or None for m in meta]
         cols.fields = cols._shared(zip(content, role, stamp, created, expiry, index_text))
-        names = _unpack(arrays["codes"], int(arrays["codes_count"][0]))
+        names = unpack_texts(arrays["codes"], int(arrays["codes_count"][0]))
         cols.codes = {text: i + 1 for i, text in enumerate(names)}
         cols.names = [None, *names]
         cols.slot_of = dict(zip(rids, range(n)))
@@ -444,14 +445,6 @@ class Columns:
         at = slots[keep].tolist()
         ranked = sorted(zip(map(round, near, [6] * len(near)), map(self.rids.__getitem__, at), at, near))
         return [(slot, d) for _, _, slot, d in ranked[:k]]
-
-
-def _pack(texts: list[str]) -> np.ndarray:
-    return np.frombuffer("\x00".join(texts).encode("utf-8"), dtype=np.uint8).copy()
-
-
-def _unpack(data: np.ndarray, count: int) -> list[str]:
-    return data.tobytes().decode("utf-8").split("\x00") if count else []
 
 
 def _isin(column: np.ndarray, codes: list[int]) -> np.ndarray:

@@ -35,9 +35,10 @@ import numpy as np
 import numpy.ma  # noqa: F401 - np.unique imports it at its first call: 10 ms of a reopened store's first search
 
 from agentmemory.bm25 import idf, length_norm, term_score
+from agentmemory.snapshot_arrays import pack_texts, unpack_texts
 from agentmemory.spi import ANY, RecordFilter
 
-from ._columns import Columns, _pack, _unpack
+from ._columns import Columns
 
 REBUILD_MIN = 2_000
 REBUILD_FRACTION = 0.05
@@ -117,7 +118,7 @@ class Postings:
         arrays = {
             "meta": np.frombuffer(json.dumps(meta).encode(), np.uint8), "labels": self.labels,
             "user": self.user.astype(np.int32), "thread": self.thread.astype(np.int32), "keys": self.keys,
-            "tf": tf, "offsets": self.offsets, "terms": _pack(terms), "names": _pack(names),
+            "tf": tf, "offsets": self.offsets, "terms": pack_texts(terms), "names": pack_texts(names),
         }
         tmp = directory / f"hnsw.postings.{uuid.uuid4().hex}.tmp"
         try:
@@ -147,8 +148,8 @@ class Postings:
         keys = arrays["keys"].astype(np.int64, copy=False)
         offsets = arrays["offsets"].astype(np.int64, copy=False)
         tf = arrays["tf"]
-        terms = _unpack(arrays["terms"], n_terms)
-        names = _unpack(arrays["names"], int(meta["names"]))
+        terms = unpack_texts(arrays["terms"], n_terms)
+        names = unpack_texts(arrays["names"], int(meta["names"]))
         if (labels.shape != (n,) or arrays["user"].shape != (n,) or arrays["thread"].shape != (n,)
                 or tf.shape != keys.shape or offsets.shape != (n_terms + 1,) or len(terms) != n_terms
                 or len(names) != int(meta["names"]) or len(set(terms)) != n_terms):
