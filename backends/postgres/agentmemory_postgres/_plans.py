@@ -216,7 +216,7 @@ class VectorPlanner:
     walks past to find enough of them, ``n / s`` per hit, so they break even where ``s`` grows
     as ``sqrt(n)``; ``exact_scale`` = 1,500 is measured (README, "Choosing the path"). More go through the
     HNSW index with iterative scans (``hnsw.iterative_scan = relaxed_order``), fetching
-    ``max(k * overfetch, k + min_extra)`` candidates (``k + filtered_extra`` under a filter) that
+    ``k + min_extra`` candidates (``max(k * overfetch, k + filtered_extra)`` under a filter) that
     are re-ranked exactly. A metadata
     filter (applied in Python) asks the index for more rows, 4× at a time, until that many
     candidates pass it; when the index runs dry first (``max_scan_tuples``), or gives fewer
@@ -227,7 +227,7 @@ class VectorPlanner:
     exact_max_rows: int = 2000
     exact_scale: int = 1500
     overfetch: int = 2
-    min_extra: int = 40
+    min_extra: int = 4
     filtered_extra: int = 90
     ef_search: int = 100
     max_scan_tuples: int = 20_000
@@ -243,12 +243,20 @@ class VectorPlanner:
         return max(self.exact_max_rows, self.exact_scale) + 1
 
     def fetch(self, k: int, filtered: bool = False) -> int:
-        """Candidates the index query asks for (re-ranked exactly, then cut to ``k``). A filtered
-        query asks for ``k + filtered_extra`` (100 for k = 10, not 50): its iterative scan stops
-        once that many rows passed the filter, and walking further finds more of the scope's
-        true top k (10 % scope at 100k × 384-d, 100 queries: recall@10 0.989 at 50, 0.996 at 100;
-        pgvector 0.8.0, 2026-12-04)."""
-        return max(k * self.overfetch, k + (self.filtered_extra if filtered else self.min_extra))
+        """Candidates the index query asks for (re-ranked exactly, then cut to ``k``).
+
+        Unfiltered: ``k + min_extra`` (14 for k = 10; it was 50). An unfiltered scan's first batch
+        is the search's ``hnsw.ef_search`` best in distance order, and ``ef_search`` is at least
+        the fetch (``settings``), so more candidates cannot change which come first; the spare
+        rows absorb pgvector's float arithmetic differing from the reference's at the k-th
+        (100k × 384-d, 100 queries, 2026-12-04: the same hits as with 50, recall@10 0.999).
+        A filtered query asks for ``max(k * overfetch, k + filtered_extra)`` (100 for k = 10): its
+        iterative scan stops once that many rows passed the filter, and walking further finds
+        more of the scope's true top k, whose batches come out of order (10 % scope at 100k ×
+        384-d, 100 queries: recall@10 0.989 at 50, 0.996 at 100; pgvector 0.8.0, 2026-12-04)."""
+        if filtered:
+            return max(k * self.overfetch, k + self.filtered_extra)
+        return k + self.min_extra
 
     def settings(self, fetch: int) -> list[str]:
         """``HNSW_SETTINGS``' parameters for a query fetching ``fetch`` candidates (pgvector
@@ -263,21 +271,31 @@ MAX_EF_SEARCH = 1000
 
 HNSW_SETTINGS = (
     "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-    "set_config('hnsw.max_scan_tuples', %s, true), set_config('enable_sort', 'off', true)"
+    "set_config('hnsw.max_scan_tuples', %s, true), set_config('enable_sort', 'off', true), "
+    "set_config('plan_cache_mode', 'force_generic_plan', true)"
 )
 """The index query's settings, local to its transaction (``SET LOCAL``): the search width, pgvector
 0.8's iterative scan (keep scanning the graph until enough rows pass the filter, or
-``max_scan_tuples`` were visited) and ``enable_sort = off``, so that PostgreSQL does serve the
+``max_scan_tuples`` were visited), ``enable_sort = off``, so that PostgreSQL does serve the
 query from the HNSW index once the planner has chosen it: left alone it answers scopes of up to
-~10 % of the table with a bitmap scan and a sort, an exact scan slower than the index there."""
+~10 % of the table with a bitmap scan and a sort, an exact scan slower than the index there, and
+``plan_cache_mode = force_generic_plan``: the driver prepares a statement run five times
+(psycopg's ``prepare_threshold``), and PostgreSQL then kept planning the index query afresh on
+every execution (custom plans, about 0.2-0.4 ms each at 100k: its generic plan's estimate looked
+dearer); the plan is the same (the HNSW index scan: ``enable_sort = off`` leaves no other without
+a disabled sort), planned once per connection."""
 
 
-def _ranked(query: np.ndarray, cands: Sequence[tuple[str, np.ndarray]]) -> list[tuple[str, float]]:
+def _ranked(query: np.ndarray, cands: Sequence[tuple[str, Any]], sent: bool = False) -> list[tuple[str, float]]:
     """``(rid, distance)`` best first by the reference's key ``(round(distance, 6), rid)``,
-    distances computed as the reference does (``1 - matrix @ query`` in float32)."""
+    distances computed as the reference does (``1 - matrix @ query`` in float32). ``sent``: the
+    vectors are ``vector_send`` bytes (``q.vectors_from_send``), else stored or loaded vectors."""
     if not cands:
         return []
-    matrix = np.stack([q.decode_vector(v) for _, v in cands])
+    if sent:
+        matrix = q.vectors_from_send([v for _, v in cands])
+    else:
+        matrix = np.stack([q.decode_vector(v) for _, v in cands])
     dist = 1.0 - matrix @ query
     pairs = [(rid, float(d)) for (rid, _), d in zip(cands, dist)]
     pairs.sort(key=lambda p: (round(p[1], 6), p[0]))
@@ -338,9 +356,12 @@ HNSW_SPARE = 4
 """Rows the index query returns beyond ``k``: PostgreSQL sorts the index's candidates by
 pgvector's distance (ties by record id) and sends the best ``k + HNSW_SPARE``, which the client
 re-ranks with the reference's float32 distances (candidates were all sent before: 50 rows of
-~1.8 kB each for the top 10). The sort key is ``d + 0``: ordered by ``d`` itself, PostgreSQL
-takes the index scan's order for sorted and only sorts within equal distances (an incremental
-sort), but an iterative scan (``relaxed_order``) returns its rows slightly out of order."""
+~1.8 kB each for the top 10). The candidates are sorted as ``(ctid, record id, distance)`` only,
+and the best are joined back by ``ctid`` for their columns and ``vector_send`` (100 full rows
+projected and sorted under a filter cost more server time than the index scan's extra rows).
+The sort key is ``d + 0``: ordered by ``d`` itself, PostgreSQL takes the index scan's order for
+sorted and only sorts within equal distances (an incremental sort), but an iterative scan
+(``relaxed_order``) returns its rows slightly out of order."""
 
 
 def _meta_sql(names: q.Names) -> str:
@@ -409,15 +430,16 @@ def vector_plan(
     # the limit, its distances, the best k + TIE_SPARE of which come back with their rows
     unfiltered = where == "TRUE"
     gate = " AND (SELECT n_docs <= l FROM m)" if unfiltered else ""
-    size = "SELECT least(n_docs, l + 1) AS n FROM m" if unfiltered else "SELECT count(*) AS n FROM s"
+    size = "least(m.n_docs, m.l + 1)" if unfiltered else "coalesce(top.n, 0)"
     limit = k + TIE_SPARE
     rows = yield Fetch(
         f"WITH m AS ({_meta_sql(names)}), "
-        f"s AS (SELECT r.ctid AS t, (r.embedding {names.cosine} %s) + 0 AS d {base}{gate} LIMIT (SELECT l + 1 FROM m)), "
-        f"c AS ({size}), "
-        "top AS (SELECT s.t, s.d FROM s WHERE (SELECT n FROM c) <= (SELECT l FROM m) ORDER BY s.d LIMIT %s) "
-        f"SELECT m.n_docs, m.l, c.n, x.* FROM m CROSS JOIN c LEFT JOIN LATERAL (SELECT {q.RECORD_COLUMNS}, r.embedding, "
-        f"top.d FROM top JOIN {names.records} r ON r.ctid = top.t) x ON true",
+        "top AS (SELECT s.t, s.d, count(*) OVER () AS n FROM ("
+        f"SELECT r.ctid AS t, (r.embedding {names.cosine} %s) + 0 AS d {base}{gate} LIMIT (SELECT l + 1 FROM m)"
+        ") s ORDER BY s.d LIMIT %s) "
+        f"SELECT m.n_docs, m.l, {size}, x.* FROM m LEFT JOIN top ON true LEFT JOIN LATERAL ("
+        f"SELECT {q.RECORD_COLUMNS}, {names.vector_send}(r.embedding), top.d FROM {names.records} r "
+        f"WHERE r.ctid = top.t AND {size} <= m.l) x ON true",
         [planner.exact_max_rows, planner.exact_scale, qvec, *params, limit],
         binary=True,
         step="exact",
@@ -462,14 +484,15 @@ def _hnsw_top(
     want = planner.fetch(k, filtered=not base.endswith(" AND TRUE") or md)
     limit = want
     steps = trace.steps if trace is not None else []
-    cols = f"{q.RECORD_COLUMNS}, r.embedding"
     while True:
         yield Fetch(HNSW_SETTINGS, planner.settings(limit), step="settings", defer=True)
         cut = limit if md else k + HNSW_SPARE
         rows = yield Fetch(
             f"WITH m AS ({_meta_sql(names)}) SELECT m.n_docs, m.l, x.* FROM m LEFT JOIN LATERAL ("
-            f"SELECT * FROM (SELECT {cols}, r.embedding {names.cosine} %s AS d {base} AND m.n_docs >= %s AND %s > m.l "
-            f"ORDER BY r.embedding {names.cosine} %s LIMIT %s) c ORDER BY c.d + 0, c.record_id LIMIT %s) x ON true",
+            f"SELECT {q.RECORD_COLUMNS}, {names.vector_send}(r.embedding), c.d FROM ("
+            f"SELECT * FROM (SELECT r.ctid AS t, r.record_id AS id, r.embedding {names.cosine} %s AS d {base} "
+            f"AND m.n_docs >= %s AND %s > m.l ORDER BY r.embedding {names.cosine} %s LIMIT %s) c0 "
+            f"ORDER BY c0.d + 0, c0.id LIMIT %s) c JOIN {names.records} r ON r.ctid = c.t) x ON true",
             [planner.exact_max_rows, planner.exact_scale, qvec, *params, known[1], known[0], qvec, limit, cut],
             binary=True,
             step="hnsw",
@@ -489,7 +512,7 @@ def _hnsw_top(
         top, found = yield from _exact_top(names, query, qvec, flt, base, params, k)
     else:
         found = {row[0]: row for row in kept}
-        top = _ranked(query, [(row[0], row[14]) for row in kept])[:k]
+        top = _ranked(query, [(row[0], row[14]) for row in kept], sent=True)[:k]
     return [Hit(record=q.decode_record(found[rid]), distance=d) for rid, d in top]
 
 
@@ -512,13 +535,14 @@ def _exact_top(
     while True:
         if rows is None:
             rows = yield Fetch(
-                f"SELECT {q.RECORD_COLUMNS}, r.embedding, (r.embedding {names.cosine} %s) + 0 AS d {base} ORDER BY d LIMIT %s",
+                f"SELECT {q.RECORD_COLUMNS}, {names.vector_send}(r.embedding), (r.embedding {names.cosine} %s) + 0 AS d {base} "
+                "ORDER BY d LIMIT %s",
                 [qvec, *params, limit],
                 binary=True,
                 step="exact",
             )
         kept = {row[0]: row for row in rows if not md or _metadata_ok(row[13], flt)}
-        ranked = _ranked(query, [(rid, row[14]) for rid, row in kept.items()])
+        ranked = _ranked(query, [(rid, row[14]) for rid, row in kept.items()], sent=True)
         if len(rows) < limit:
             return ranked[:k], kept
         last = max(float(row[15]) for row in rows)
@@ -562,7 +586,7 @@ class VectorSearchTrace:
 
 _SHOW_SETTINGS = (
     "SELECT current_setting('hnsw.ef_search'), current_setting('hnsw.iterative_scan'), "
-    "current_setting('hnsw.max_scan_tuples'), current_setting('enable_sort')"
+    "current_setting('hnsw.max_scan_tuples'), current_setting('enable_sort'), current_setting('plan_cache_mode')"
 )
 
 
@@ -588,7 +612,7 @@ def explained(plan: Plan[list[Hit]], trace: VectorSearchTrace) -> Plan[VectorSea
             result = yield stmt
             if step == "settings":
                 rows = yield Fetch(_SHOW_SETTINGS)
-                names = ("hnsw.ef_search", "hnsw.iterative_scan", "hnsw.max_scan_tuples", "enable_sort")
+                names = ("hnsw.ef_search", "hnsw.iterative_scan", "hnsw.max_scan_tuples", "enable_sort", "plan_cache_mode")
                 trace.settings = {name: str(value) for name, value in zip(names, rows[0])}
         except Exception as exc:  # noqa: BLE001 - handed to the search plan, as the driver would
             error = exc

@@ -166,24 +166,26 @@ def test_hnsw_recall_at_every_selectivity(pg_dsn: str, schema: str, corpus: Corp
 
 
 def test_index_settings_are_local_to_the_search(pg_dsn: str, schema: str, corpus: Corpus) -> None:
-    """``hnsw.ef_search``, ``hnsw.iterative_scan``, ``hnsw.max_scan_tuples`` and ``enable_sort``
-    hold the planner's values inside the search's transaction, set on a fresh connection before
-    pgvector is loaded in it (k = 600 asks for more than pgvector's ef_search bound of 1,000:
-    capped, not an error), and are back to the server's defaults on that connection after it."""
+    """``hnsw.ef_search``, ``hnsw.iterative_scan``, ``hnsw.max_scan_tuples``, ``enable_sort`` and
+    ``plan_cache_mode`` hold the planner's values inside the search's transaction, set on a fresh
+    connection before pgvector is loaded in it (k = 1,000 asks for 1,004 candidates, more than
+    pgvector's ef_search bound of 1,000: capped, not an error), and are back to the server's
+    defaults on that connection after it."""
     store = PostgresStore(pg_dsn, schema=schema, exact_max_rows=0, exact_scale=0, pool_min=1, pool_max=1)
     store.open(dimension=DIM)
     try:
         trace = store.explain_vector_search(corpus.queries[0], RecordFilter(user_id="u-s10"), K)
         assert trace.settings == {
             "hnsw.ef_search": "100", "hnsw.iterative_scan": "relaxed_order", "hnsw.max_scan_tuples": "20000", "enable_sort": "off",
+            "plan_cache_mode": "force_generic_plan",
         }
-        wide = store.explain_vector_search(corpus.queries[1], RecordFilter(), 600)
-        assert wide.settings["hnsw.ef_search"] == "1000" and wide.path == "hnsw" and len(wide.hits) == 600
+        wide = store.explain_vector_search(corpus.queries[1], RecordFilter(), 1000)
+        assert wide.settings["hnsw.ef_search"] == "1000" and wide.path == "hnsw" and len(wide.hits) == 1000
         pool = store._pool  # noqa: SLF001 - the one pooled connection the searches ran on
         assert pool is not None
         with pool.connection() as conn:
             shown = [conn.execute(f"SHOW {name}").fetchone() for name in trace.settings]
-        assert shown == [("40",), ("off",), ("20000",), ("on",)]
+        assert shown == [("40",), ("off",), ("20000",), ("on",), ("auto",)]
         # a plain search runs outside a transaction: its settings go with the index query in one
         # pipeline (one implicit transaction) and are gone after it too
         for _ in range(3):  # counted, then from ScopeSizes
@@ -191,7 +193,7 @@ def test_index_settings_are_local_to_the_search(pg_dsn: str, schema: str, corpus
         with pool.connection() as conn:
             shown = [conn.execute(f"SHOW {name}").fetchone() for name in trace.settings]
             assert conn.info.transaction_status.name == "IDLE"
-        assert shown == [("40",), ("off",), ("20000",), ("on",)]
+        assert shown == [("40",), ("off",), ("20000",), ("on",), ("auto",)]
     finally:
         store.close()
 
