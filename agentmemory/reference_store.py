@@ -88,6 +88,9 @@ class InMemoryStore(MemoryStore):
         self._vectors: dict[str, np.ndarray] = {}
         self._link_rows: dict[str, Link] = {}
         self._seq = 0
+        self._term_counts: dict[str, Counter[str]] = {}
+        """BM25 term counts by indexed text, so a keyword search analyses only texts it has not
+        seen (content-addressed: a patched text gets its own entry; pruned to the live ones)."""
 
     @classmethod
     def from_uri(cls, uri: str) -> InMemoryStore:
@@ -225,7 +228,10 @@ class InMemoryStore(MemoryStore):
             corpus = [r for r in self._records.values() if r.record_id in self._vectors]
         if not terms or not corpus:
             return []
-        docs = {r.record_id: Counter(self.analyzer.terms(r.indexed_text)) for r in corpus}
+        docs = {r.record_id: self._counts(r.indexed_text) for r in corpus}
+        if len(self._term_counts) > 2 * len(corpus) + 1000:  # texts of deleted or patched records
+            live = {r.indexed_text for r in corpus}
+            self._term_counts = {t: c for t, c in self._term_counts.items() if t in live}
         avg_len = sum(sum(c.values()) for c in docs.values()) / len(docs) or 1.0
         df = {t: sum(1 for c in docs.values() if t in c) for t in terms}
         hits = []
@@ -238,6 +244,12 @@ class InMemoryStore(MemoryStore):
                 hits.append(Hit(record=rec, score=score))
         hits.sort(key=lambda h: (-round(h.score or 0.0, 6), h.record.record_id))
         return hits[:k]
+
+    def _counts(self, text: str) -> Counter[str]:
+        counts = self._term_counts.get(text)
+        if counts is None:
+            counts = self._term_counts[text] = Counter(self.analyzer.terms(text))
+        return counts
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:

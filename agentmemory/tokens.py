@@ -12,6 +12,7 @@ vocabulary, within about 10 % of OpenAI's encodings on English, German, code and
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from abc import ABC, abstractmethod
@@ -36,47 +37,73 @@ _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _KANA = re.compile(r"[\u3040-\u30ff]")
 
 
-def _latin_word(word: str) -> float:
+_UNIT = 20
+"""Piece costs are kept in twentieths of a token: every rule below is a whole number of them, so
+sums are exact and the same however a text is split (``_cost``)."""
+
+
+def _latin_word(word: str) -> int:
     """Short words are one token; long ones are mostly rare and split about every four letters;
-    accented letters add token boundaries."""
+    accented letters add token boundaries (0.6 each)."""
     n = len(word)
-    return (1.0 if n <= 8 else n / 4) + 0.6 * len(_NON_ASCII.findall(word))
+    return (_UNIT if n <= 8 else 5 * n) + 12 * len(_NON_ASCII.findall(word))
 
 
-_COST: dict[str, Callable[[str], float]] = {
-    "kana_han": lambda s: 1.0 if _KANA.match(s) else 1.3,  # cl100k: 1–1.5 per ideograph, ~1 per kana
-    "hangul": lambda s: 1.2,
-    "contraction": lambda s: 1.0,  # 's 't 're 've 'm 'll 'd: one token each, as GPT pre-tokenizers split
-    "digits": lambda s: math.ceil(len(s) / 3),  # digits are encoded in groups of up to three
+_COST: dict[str, Callable[[str], int]] = {  # in twentieths of a token (``_UNIT``)
+    "kana_han": lambda s: 20 if _KANA.match(s) else 26,  # cl100k: 1–1.5 per ideograph, ~1 per kana
+    "hangul": lambda s: 24,
+    "contraction": lambda s: 20,  # 's 't 're 've 'm 'll 'd: one token each, as GPT pre-tokenizers split
+    "digits": lambda s: 20 * math.ceil(len(s) / 3),  # digits are encoded in groups of up to three
     "latin": _latin_word,
-    "cyrillic": lambda s: max(1.0, len(s) / 2),
-    "letters": lambda s: float(len(s)),  # Greek, Arabic, Hebrew, Indic, Thai…: about one per letter
-    "space": lambda s: 1.0,  # line breaks and indentation; single spaces join the next word
+    "cyrillic": lambda s: max(20, 10 * len(s)),
+    "letters": lambda s: 20 * len(s),  # Greek, Arabic, Hebrew, Indic, Thai…: about one per letter
+    "space": lambda s: 20,  # line breaks and indentation; single spaces join the next word
     # GPT pre-tokenizers keep a punctuation run and the line breaks right after it in one piece,
     # and BPE merges the common runs ('">', '?</', '.\n', '://', '();'): about three per token
-    "ascii_punct": lambda s: math.ceil(len(s.rstrip("\r\n")) / 3),
-    "emoji": lambda s: 3.0,
-    "symbol": lambda s: 1.0,
+    "ascii_punct": lambda s: 20 * math.ceil(len(s.rstrip("\r\n")) / 3),
+    "emoji": lambda s: 60,
+    "symbol": lambda s: 20,
 }
-SAFETY = 1.05
-"""The estimate's margin over its pieces. Measured against OpenAI's cl100k_base (2026-12-02) on
+SAFETY_NUM, SAFETY_DEN = 21, 20
+SAFETY = SAFETY_NUM / SAFETY_DEN
+"""The estimate's margin over its pieces (1.05). Measured against OpenAI's cl100k_base (2026-12-02) on
 the project's own English, German, Korean and Chinese documents, its code and short invented
 samples (chat, prose, German, code, Chinese, Japanese, Korean, numbers; ``tests/test_tokens.py``),
 the estimate counts 0.92–1.27× cl100k_base (English chat and prose 1.0–1.2×, CJK 1.0–1.25×; the
 lowest are digit-heavy text and German compounds). ``ceil(len/3.5)``, the estimate before it, counted 0.42×
 cl100k_base on Chinese and 1.19–1.28× on English chat and German documents. Where budgets must
 be exact, count with the model's own tokenizer (``token_counter=``)."""
+_SHORT = 2000
+"""The longest segment ``_cost`` remembers."""
+_SEGMENT_START = re.compile(r"(?<=\n)(?=\S)")
+"""Where a text splits into independently estimated segments: after a line break, before a
+non-space. No piece spans such a point (the one that holds the line break ends there, and no
+piece looks behind), so a text's pieces are its segments' pieces."""
+
+
+def _pieces_cost(text: str) -> int:
+    return sum(_COST[m.lastgroup or "symbol"](m.group()) for m in _PIECES.finditer(text))
+
+
+_remembered_cost = functools.lru_cache(maxsize=16384)(_pieces_cost)
+
+
+def _cost(segment: str) -> int:
+    """A segment's cost in ``_UNIT``s; segments up to ``_SHORT`` characters are remembered (a
+    card's lines recur in every render of it), longer ones (a prefix being bisected) are not."""
+    return _remembered_cost(segment) if len(segment) <= _SHORT else _pieces_cost(segment)
 
 
 def estimate_tokens(text: str) -> int:
     """Estimate ``text``'s tokens without a vocabulary: split it the way BPE tokenizers
     pre-tokenize (words, digit groups, punctuation runs, CJK characters, line breaks) and cost
     each piece by its script. Model-independent, cheap, the same on every backend, and never
-    smaller for a longer prefix of the same text (so cuts can bisect)."""
+    smaller for a longer prefix of the same text (so cuts can bisect). Lines are costed once
+    each and remembered: a card rendered again with one more record re-costs only that record."""
     if not text:
         return 0
-    pieces = sum(_COST[m.lastgroup or "symbol"](m.group()) for m in _PIECES.finditer(text))
-    return max(1, math.floor(pieces * SAFETY + 0.5))
+    units = sum(map(_cost, _SEGMENT_START.split(text))) if "\n" in text else _cost(text)
+    return max(1, (units * SAFETY_NUM + _UNIT * SAFETY_DEN // 2) // (_UNIT * SAFETY_DEN))
 
 
 def truncate_to_tokens(text: str, budget: int) -> str:

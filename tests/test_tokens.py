@@ -170,3 +170,16 @@ def test_a_langchain_model_counts_with_its_own_tokenizer_or_falls_back_to_the_es
                                                  memory_extraction_config=cfg) as memory:
         assert memory.token_counter.name == "estimate"
     assert "cannot count tokens here" in caplog.text
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(st.text(alphabet=" \t\n\r.,:;'\"<>/-_aZä日한б0😀", max_size=12), max_size=8))
+def test_costing_a_text_by_its_lines_gives_the_pieces_of_the_whole_text(lines: list[str]) -> None:
+    """The estimate costs a text's lines apart (and remembers them): that must equal costing the
+    whole text's pieces in one pass, wherever the line breaks, indentation and punctuation fall."""
+    from agentmemory.tokens import _PIECES, _SEGMENT_START, _UNIT, _pieces_cost
+
+    text = "\n".join(lines)
+    whole = sum(1 for _ in _PIECES.finditer(text)) and _pieces_cost(text)
+    assert sum(_pieces_cost(seg) for seg in _SEGMENT_START.split(text)) == whole
+    assert estimate_tokens(text) == (max(1, (whole * 21 + _UNIT * 10) // (_UNIT * 20)) if text else 0)

@@ -162,16 +162,18 @@ def unrepeated(hits: Sequence[Hit], summary: str) -> list[Hit]:
     summary quotes, or one whose text equals, contains or is contained in an earlier hit's (a
     memory that restates a message)."""
     quoted = _normalised(summary)
-    seen: list[str] = []
+    joined = ""  # the kept texts, NUL-separated (no text holds a NUL): one C-level search each
+    held: list[str] = []  # the kept texts of 12+ characters, which a later text may hold
     out = []
     for hit in hits:
         text = _normalised(hit.record.content)
-        sentences = [s for s in _SENTENCE_END.split(text) if len(s) >= 12]
-        if any(text in earlier or (len(earlier) >= 12 and earlier in text) for earlier in seen):
+        if (joined and text in joined) or any(len(earlier) <= len(text) and earlier in text for earlier in held):
             continue  # the same text, or one that holds (or is held by) an earlier result's
-        if quoted and any(s in quoted for s in sentences):
+        if quoted and any(s in quoted for s in _SENTENCE_END.split(text) if len(s) >= 12):
             continue
-        seen.append(text)
+        joined += "\x00" + text
+        if len(text) >= 12:
+            held.append(text)
         out.append(hit)
     return out
 
