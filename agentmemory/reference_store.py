@@ -228,7 +228,7 @@ class InMemoryStore(MemoryStore):
             corpus = [r for r in self._records.values() if r.record_id in self._vectors]
         if not terms or not corpus:
             return []
-        docs = {r.record_id: self._counts(r.indexed_text) for r in corpus}
+        docs = {r.record_id: self._terms_of(r.indexed_text) for r in corpus}
         if len(self._term_counts) > 2 * len(corpus) + 1000:  # texts of deleted or patched records
             live = {r.indexed_text for r in corpus}
             self._term_counts = {t: c for t, c in self._term_counts.items() if t in live}
@@ -245,7 +245,7 @@ class InMemoryStore(MemoryStore):
         hits.sort(key=lambda h: (-round(h.score or 0.0, 6), h.record.record_id))
         return hits[:k]
 
-    def _counts(self, text: str) -> Counter[str]:
+    def _terms_of(self, text: str) -> Counter[str]:
         counts = self._term_counts.get(text)
         if counts is None:
             counts = self._term_counts[text] = Counter(self.analyzer.terms(text))

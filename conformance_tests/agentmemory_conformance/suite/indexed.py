@@ -18,7 +18,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta, timezone
@@ -613,26 +612,19 @@ def _settle(api: Api, rows: int, when: str) -> dict[str, bool]:
 
 
 class TierReference(InMemoryStore):
-    """The reference store, keeping each document's analysed terms (and an inverted index of
-    them) from one write to the next: ``InMemoryStore`` analyses its whole corpus again on
-    every keyword search, and the tier searches hundreds of times over thousands of records.
-    The scores are the reference's: the same corpus, statistics, filter and ``bm25`` calls with
-    the terms in the same order (``_fill`` checks a few searches against ``InMemoryStore``'s)."""
+    """The reference store with an inverted index of its documents' analysed terms, kept from
+    one write to the next: ``InMemoryStore`` visits its whole corpus on every keyword search,
+    and the tier searches hundreds of times over thousands of records. The scores are the
+    reference's: the same corpus, statistics, filter and ``bm25`` calls with the terms in the
+    same order (``_fill`` checks a few searches against ``InMemoryStore``'s)."""
 
     def __init__(self, *, language: str | None = None) -> None:
         super().__init__(language=language)
-        self._counts: dict[str, Counter[str]] = {}
         self._postings: dict[str, set[str]] | None = None
 
     def _write(self, batch: WriteBatch) -> list[Record]:
         self._postings = None
         return super()._write(batch)
-
-    def _doc(self, content: str) -> Counter[str]:
-        counts = self._counts.get(content)
-        if counts is None:
-            counts = self._counts[content] = Counter(self.analyzer.terms(content))
-        return counts
 
     def _keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
         terms = set(self.analyzer.terms(text))
@@ -640,7 +632,7 @@ class TierReference(InMemoryStore):
             corpus = [r for r in self._records.values() if r.record_id in self._vectors]
         if not terms or not corpus:
             return []
-        docs = {r.record_id: self._doc(r.content) for r in corpus}
+        docs = {r.record_id: self._terms_of(r.indexed_text) for r in corpus}
         if self._postings is None:
             postings: dict[str, set[str]] = {}
             for rid, counts in docs.items():
