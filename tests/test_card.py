@@ -692,3 +692,38 @@ def test_the_offline_summary_is_no_larger_than_the_transcript(new_client: Callab
     say(thread, "Short note.", "Ok.")
     card = thread.get_context_card()
     assert estimate_tokens(card.summary) <= estimate_tokens("user: Short note.") + estimate_tokens("assistant: Ok.")
+
+
+def test_the_card_picks_the_messages_that_search_ranks_first(
+    new_client: Callable[..., AgentMemory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The card's relevant messages are search's best (the same fusion, speaker boost and
+    context window), not a ranking of its own: here the window brings in the turn next to a
+    strong match in place of an unrelated one, and the card follows it."""
+    import agentmemory.operations.search as search
+
+    client = new_client(index_context=False)  # each turn's own words: no ties between the passage's turns
+    thread = client.create_thread(thread_id="t", user_id="u")
+    filler = ["harbour", "lantern", "orchard", "glacier", "compass", "meadow", "pepper", "candle"]
+    turns = [f"We spoke about the {filler[i % 8]} and the {filler[(3 * i + 1) % 8]} on day {i}." for i in range(40)]
+    for i in (9, 10, 11, 12, 13):
+        turns[i] = f"The ferry was late on day {i}, they said."
+    for i in (20, 30):
+        turns[i] = f"The ferry was late on day {i}."
+    thread.add_messages([{"role": "user" if i % 2 else "assistant", "content": t} for i, t in enumerate(turns)])
+    question = "When was the ferry late?"
+    say(thread, question)
+
+    def best(n: int) -> list[str]:
+        # the card fetches its limit plus a spare for each hit it may skip (the question, the
+        # five fallback messages): 8 + 6 candidates per ranking, as search does for 14 results
+        hits = thread.search(question, record_types=["message"], max_results=n + 6)
+        return [h.content for h in hits if h.content != question][:n]
+
+    shipped = best(8)
+    monkeypatch.setattr(search, "CONTEXT_WEIGHT", 0.0)
+    assert set(best(8)) != set(shipped)  # without the window another turn makes the eight
+    monkeypatch.undo()
+
+    card = thread.get_context_card(max_relevant_results=8)
+    assert {r.record.content for r in card.relevant} == set(shipped)

@@ -484,23 +484,6 @@ def test_score_fusion_keeps_margins_not_just_ranks():
     assert dist["b"] == 0.11 and dist["d"] is None  # vector distances are kept
 
 
-def test_neighbour_boost_lifts_the_turn_next_to_a_strong_match():
-    from agentmemory.operations.search import neighbour_boost
-
-    rec = {h.record.record_id: h.record for h in [
-        _hit("question", seq=10), _hit("answer", seq=11), _hit("far", seq=40), _hit("other_thread", seq=12, thread="t2"),
-        _hit("memory", seq=9, rtype=RecordType.MEMORY),
-    ]}
-    scored = [(rec["question"], None, 1.0), (rec["far"], None, 0.5), (rec["other_thread"], None, 0.45),
-              (rec["answer"], None, 0.4), (rec["memory"], None, 0.3)]
-    out = {r.record_id: s for r, _, s in neighbour_boost(scored, weight=0.3)}
-    assert out["answer"] == pytest.approx(0.4 + 0.3)  # next to the best match in its own thread
-    assert out["question"] == pytest.approx(1.0 + 0.3 * 0.4)
-    assert out["far"] == 0.5 and out["other_thread"] == 0.45 and out["memory"] == 0.3
-    order = [r.record_id for r, _, _ in neighbour_boost(scored, weight=0.3)]
-    assert order[:2] == ["question", "answer"]
-
-
 def test_context_boost_averages_the_window_around_a_message():
     from agentmemory.operations.context_scoring import context_boost
 

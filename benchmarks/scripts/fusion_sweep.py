@@ -9,7 +9,7 @@ each question is then ranked by an offline replica of the hybrid path of ``searc
 store's cosine ranking and its BM25 ranking (the same analyzer terms, corpus statistics and
 ``agentmemory.bm25`` formula, with ``k1``/``b`` as knobs), each cut at ``depth``, fused and
 boosted by the functions of ``agentmemory.operations.search`` itself (``fuse_scores``,
-``speaker_boost``, ``neighbour_boost``), then the experimental stages below, cut at 300 results
+``speaker_boost``; ``neighbour_boost`` below is the core's ranking before ``context_boost``), then the experimental stages below, cut at 300 results
 as the benchmark's rows are, and packed as the benchmark packs (``[date] Name: text`` lines,
 cl100k tokens). Before the sweep the replica at the shipped setting is checked against
 ``thread.search`` on ``--check`` questions (the same ranking, or the script stops).
@@ -18,7 +18,7 @@ Knobs (``--grid KEY=V1,V2``, repeatable; every combination is one row; the other
 shipped default):
 
 * ``vw``: ``HYBRID_VECTOR_WEIGHT``; ``floor``: ``FUSION_FLOOR``; ``sw``: ``SPEAKER_WEIGHT``;
-* ``nw``: ``search.neighbour_boost``'s weight (0, as search now ranks; 0.3 with ``win_w=0``
+* ``nw``: ``neighbour_boost``'s weight (0, as search now ranks; 0.3 with ``win_w=0``
   is search before ``context_boost``);
 * ``k1``, ``b``: BM25's term saturation and length normalisation (``agentmemory.bm25``);
 * ``depth``: hits fetched per ranking before fusion (0 = as many as results, 300, as
@@ -221,13 +221,47 @@ def mmr(scored: Scored, c: Corpus, diversity: float, pool: int) -> Scored:
     return [head[i] for i in chosen] + tail
 
 
+NEIGHBOUR_SEQ_GAP = 4
+"""Two candidate messages of one thread are neighbours when their sequence numbers are this close
+(records written between turns, such as extracted memories, take sequence numbers too)."""
+
+
+def neighbour_boost(
+    scored: Sequence[tuple[Record, float | None, float]], weight: float
+) -> list[tuple[Record, float | None, float]]:
+    """Raise each candidate message by ``weight`` × the fused score of its best candidate
+    neighbour (the nearest candidate message of the same thread on either side, within
+    ``NEIGHBOUR_SEQ_GAP`` sequence numbers), then re-sort. Other records are unchanged.
+    The core's ranking before ``context_boost`` (weight 0.3, ``NEIGHBOUR_SEQ_GAP`` 4), kept so
+    the sweep can compare with it."""
+    if not weight:
+        return list(scored)
+    by_thread: dict[str | None, list[int]] = {}
+    for i, (rec, _, _) in enumerate(scored):
+        if rec.record_type is RecordType.MESSAGE:
+            by_thread.setdefault(rec.thread_id, []).append(i)
+    bonus = [0.0] * len(scored)
+    for members in by_thread.values():
+        members.sort(key=lambda i: scored[i][0].seq)
+        for pos, i in enumerate(members):
+            seq = scored[i][0].seq
+            near = [
+                scored[j][2] for j in (members[pos - 1] if pos else None, members[pos + 1] if pos + 1 < len(members) else None)
+                if j is not None and abs(scored[j][0].seq - seq) <= NEIGHBOUR_SEQ_GAP
+            ]
+            bonus[i] = weight * max(near, default=0.0)
+    boosted = [(rec, dist, score + bonus[i]) for i, (rec, dist, score) in enumerate(scored)]
+    boosted.sort(key=lambda e: (-round(e[2], 12), e[0].record_id))
+    return boosted
+
+
 def rank(c: Corpus, question: str, qvec: np.ndarray, terms: set[str], stats: tuple[dict[str, int], int, float], s: dict[str, Any]) -> list[Record]:
     depth = int(s["depth"]) or MAX_RESULTS
     vec = vector_hits(c, qvec, depth)
     kw = keyword_hits(c, terms, *stats, s["k1"], s["b"], depth)
     search.FUSION_FLOOR = s["floor"]
     fused = search.fuse_scores([(s["vw"], vec), (1.0 - s["vw"], kw)])
-    scored = search.neighbour_boost(search.speaker_boost(fused, question, s["sw"]), s["nw"])
+    scored = neighbour_boost(search.speaker_boost(fused, question, s["sw"]), s["nw"])
     if s["win_w"]:
         scored = window_boost(scored, c, int(s["win"]), s["win_w"])
     if s["sess"]:
