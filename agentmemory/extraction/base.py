@@ -27,6 +27,9 @@ class Extractor:
 
     name = "extractor"
     uses_llm = False
+    reads_summary = True
+    """Whether ``extract`` reads ``context.summary`` (an extractor that never does spares the
+    turn a read of the stored summary)."""
 
     def extract(self, context: ExtractionContext) -> ExtractionOutput:
         """Return the memories found in ``context.messages`` (new ones marked)."""
@@ -82,6 +85,7 @@ class ExtractorChain(Extractor):
         self.extractors = tuple(extractors)
         self.name = "+".join(e.name for e in self.extractors)
         self.uses_llm = any(e.uses_llm for e in self.extractors)
+        self.reads_summary = any(e.reads_summary for e in self.extractors)
 
     def extract_op(self, context: ExtractionContext) -> Op[ExtractionOutput]:
         candidates: tuple[MemoryCandidate, ...] = context.candidates

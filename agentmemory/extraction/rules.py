@@ -205,6 +205,7 @@ class RuleBasedExtractor(Extractor):
     only confident, self-contained statements become memories (see the module doc)."""
 
     name = "rules"
+    reads_summary = False
 
     def extract(self, context: ExtractionContext) -> ExtractionOutput:
         found: list[MemoryCandidate] = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..config import (
     ContextSummaryUpdateMode,
@@ -68,6 +68,13 @@ def _one_extractor(ctx: MemoryContext, llm: Any, choice: Any) -> Extractor:
     return factory()
 
 
+class Pending(NamedTuple):
+    """A thread's messages from ``seq`` ``since`` on, alive, oldest first, as one read saw them."""
+
+    since: int
+    rows: list[Record]
+
+
 ONE_COMMIT_LIMIT = 100
 """The most messages one ``add_messages`` commits together with their inline extraction. Their
 ids go into the thread's extraction state (``extracted_ids``) because their ``seq`` is not
@@ -75,8 +82,26 @@ known before that commit; a larger call (a bulk import) commits its messages fir
 extracts them as stored."""
 
 
+def inline_pending_op(
+    ctx: MemoryContext, scope: ThreadScope, call: MemoryExtractionConfig | None, thread: Record, count: int
+) -> Op[Pending | None]:
+    """The thread's messages not yet extracted, read before an ``add_messages`` of ``count``
+    messages whose extraction ``process_op`` will run inline (None when it will not): it reuses
+    them instead of reading them again, and the newest of them is the previous message the
+    index text of the first new one starts from, so the turn reads its thread once."""
+    if count > ONE_COMMIT_LIMIT or scope.extraction_config(ctx, call).extraction_mode is MemoryExtractionMode.BACKGROUND:
+        return None
+    persisted = MemoryExtractionConfig.from_any(internal_metadata(thread).get("config") or {})
+    if not MemoryExtractionConfig.resolve(call, scope.live_overrides, persisted, ctx.extraction_config).extract_memories:
+        return None
+    since = int(thread_state(thread).get("extracted_seq", 0)) + 1
+    rows: list[Record] = yield Call(ctx.store, "query", (ctx.alive(thread_id=scope.thread_id, record_types=MESSAGE_TYPES, min_seq=since),))
+    return Pending(since, rows)
+
+
 def after_messages_op(
-    ctx: MemoryContext, scope: ThreadScope, new: Sequence[NewRecord], call: MemoryExtractionConfig | None = None, thread: Record | None = None
+    ctx: MemoryContext, scope: ThreadScope, new: Sequence[NewRecord], call: MemoryExtractionConfig | None = None, thread: Record | None = None,
+    pending: Pending | None = None,
 ) -> Op[list[Record]]:
     """Write the new messages of one ``add_messages`` and run (or enqueue) extraction and the
     summary update for them; return the messages as stored (with their ``seq``). ``call`` is
@@ -90,11 +115,12 @@ def after_messages_op(
     pending for the next call, and the error is raised. Further commits follow only when this
     call also writes a running summary (it records the ``seq`` of its last message) or links
     in a separate model call (``POST_EXTRACTION``). Background mode, larger calls and calls
-    with nothing to extract commit the messages first (then extract, or queue the job)."""
+    with nothing to extract commit the messages first (then extract, or queue the job).
+    ``pending``: what ``inline_pending_op`` read for this call."""
     cfg = scope.extraction_config(ctx, call)
     work = cfg.extract_memories or cfg.enable_context_summary
     if work and cfg.extraction_mode is not MemoryExtractionMode.BACKGROUND and len(new) <= ONE_COMMIT_LIMIT:
-        added = yield from process_op(ctx, scope, call, thread, new)
+        added = yield from process_op(ctx, scope, call, thread, new, pending)
         return added
     stored: list[Record] = yield Call(ctx.store, "write", (WriteBatch(add=list(new)),))
     if work and cfg.extraction_mode is MemoryExtractionMode.BACKGROUND:
@@ -115,6 +141,7 @@ def process_op(
     call: MemoryExtractionConfig | None = None,
     thread: Record | None = None,
     new: Sequence[NewRecord] = (),
+    pending_read: Pending | None = None,
 ) -> Op[list[Record]]:
     """Extract from messages not yet extracted (per frequency and window) and refresh the
     summary; ``new`` are messages of this call not yet written, committed here together with
@@ -126,7 +153,8 @@ def process_op(
     ``extracted_seq``, and those after it listed in ``extracted_ids`` (messages committed with
     their own extraction, before their ``seq`` was known). It is written in the same batch as
     the memories, their links and invalidations, so no crash between them can make messages
-    extract twice or lose an extraction."""
+    extract twice or lose an extraction. ``pending_read``: those messages as this call already
+    read them (``inline_pending_op``), used when read from the same ``extracted_seq``."""
     llm = scope.effective_llm(ctx)
     rec = thread if thread is not None else (yield from thread_record_op(ctx, scope.thread_id))
     persisted = MemoryExtractionConfig.from_any(internal_metadata(rec).get("config") or {})
@@ -145,7 +173,10 @@ def process_op(
     rows: list[Record] = []
     pending: list[Record] = []
     if cfg.extract_memories:
-        rows = yield Call(ctx.store, "query", (replace(base, min_seq=extracted_seq + 1),))
+        if pending_read is not None and pending_read.since == extracted_seq + 1:
+            rows = list(pending_read.rows)
+        else:
+            rows = yield Call(ctx.store, "query", (replace(base, min_seq=extracted_seq + 1),))
         pending = [r for r in rows if r.record_id not in marked] + fresh
     summary_due: list[Record] = []
     if cfg.enable_context_summary and llm is not None:
@@ -275,7 +306,7 @@ def extract_op(
     slot/during links and the invalidations they cause) for the caller to commit, and whether
     the extractor asked a model."""
     extractor = resolve_extractor(ctx, llm)
-    summary = yield from stored_summary_op(ctx, scope.thread_id)
+    summary = (yield from stored_summary_op(ctx, scope.thread_id)) if extractor.reads_summary else None
     during = cfg.memory_link_extraction_mode is MemoryLinkExtractionMode.DURING_EXTRACTION and extractor.uses_llm
     if during:
         past = yield from link_candidates_op(ctx, scope, window, new_ids)

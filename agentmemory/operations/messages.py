@@ -20,7 +20,7 @@ from ..records import MESSAGE_TYPES, Record, RecordType
 from ..spi import NewRecord, Order
 from ..validation import RESERVED_METADATA_KEY, validate_content, validate_id, validate_metadata, validate_positive_int
 from .context import OMITTED, MemoryContext, ThreadScope
-from .extraction import after_messages_op
+from .extraction import after_messages_op, inline_pending_op
 from .lookup import parse_timestamp, previous_message_op, thread_record_op
 from .retention import expires_at
 
@@ -109,12 +109,18 @@ def add_messages_op(ctx: MemoryContext, scope: ThreadScope, messages: Any, call_
                 metadata={**msg.metadata, RESERVED_METADATA_KEY: {SPEAKER_KEY: msg.name.strip()}} if msg.name else dict(msg.metadata),
             )
         )
+    pending = None
     if ctx.index_context:
-        previous = yield from previous_message_op(ctx, scope.thread_id)
+        # the messages inline extraction will read anyway end with the previous message
+        pending = yield from inline_pending_op(ctx, scope, call, thread, len(records))
+        if pending is not None and pending.rows:
+            previous: Record | None = pending.rows[-1]
+        else:
+            previous = yield from previous_message_op(ctx, scope.thread_id)
         texts = message_index_texts(records, previous)
         records = [r.model_copy(update={"index_text": text}) for r, text in zip(records, texts)]
     vectors = yield from embed_op(ctx.embedder, [embedding_text(r) for r in records])
-    yield from after_messages_op(ctx, scope, [NewRecord(r, v) for r, v in zip(records, vectors)], call, thread)
+    yield from after_messages_op(ctx, scope, [NewRecord(r, v) for r, v in zip(records, vectors)], call, thread, pending)
     return ids
 
 
