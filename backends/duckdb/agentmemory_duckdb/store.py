@@ -49,7 +49,7 @@ from agentmemory.errors import (
     NotFound,
     TransientBackendError,
 )
-from agentmemory.records import Link, Record, RecordStatus
+from agentmemory.records import Link, Record, RecordStatus, RecordType
 from agentmemory.spi import (
     UNSET,
     Capability,
@@ -275,6 +275,11 @@ class DuckDBStore(MemoryStore):
         self._fts_stats: tuple[str, Any, Any] | None = None
         """(BM25 snapshot table, its document count, its average length), read once per snapshot."""
         self._scopes: dict[str, _Scope] = {}
+        self._scope_types: dict[str, frozenset[str]] = {}
+        """The record types each kept scope is limited to (none: any type), by its ``where``."""
+        self._touched: frozenset[str] | None = None
+        """The record types the write being applied adds, patches or deletes (None: a bulk add): a
+        kept scope limited to other types stays valid across it (``_transact``)."""
         self._scope_sizes: dict[str, int] = {}
         """Rows each scope held when last read (any write clock): small ones are read uncounted."""
         """Small scopes' vectors (``_scope``), for the write clock ``_memo_clock``, oldest first."""
@@ -534,7 +539,7 @@ class DuckDBStore(MemoryStore):
         self._delta_df = DeltaDocFreq()
         self._memo, self._memo_clock = {}, -1
         self._fts_stats = None
-        self._scopes, self._rows, self._scope_sizes = {}, {}, {}
+        self._scopes, self._rows, self._scope_sizes, self._scope_types = {}, {}, {}, {}
         if not self._read_only:
             # snapshot tables a crash left behind (built, never made current)
             current = {s.table for s in (self._vidx, self._fts) if s is not None}
@@ -651,6 +656,7 @@ class DuckDBStore(MemoryStore):
             raise BackendUnavailable("the DuckDB store was opened read_only; writes are refused")
         with self._lock:
             con = self._conn()
+            self._touched = None
             try:
                 with _mapped_errors(), _transaction(con):
                     applied = apply(con)
@@ -663,12 +669,27 @@ class DuckDBStore(MemoryStore):
                     ).fetchall()}
                 first = next((rid for rid in ids if rid in stored), ids[0])
                 raise Conflict(f"record id {first!r} already exists") from None
+            current = self._memo_clock == self._clock
             _, vec_changes, doc_changes, vec_count, self._seq, self._clock = applied
+            if current and self._touched is not None:
+                self._keep_untouched_scopes(self._touched)
             self._vec_changes += vec_changes
             self._doc_changes += doc_changes
             self._n_vectors += vec_count
             self._maybe_start_builder()
             return applied
+
+    def _keep_untouched_scopes(self, touched: frozenset[str]) -> None:
+        """After a write that added, patched or deleted records of the ``touched`` types only,
+        move to its write clock keeping the small scopes limited to other types: their rows are
+        exactly as before (a record's type never changes), so a turn that writes messages does
+        not read the user's memory scope again. Everything else memoised is dropped."""
+        keep = {
+            where: scope for where, scope in self._scopes.items()
+            if self._scope_types.get(where) and not (self._scope_types[where] & touched)
+        }
+        self._sync_memo()
+        self._scopes.update(keep)
 
     def _apply(self, con: duckdb.DuckDBPyConnection, batch: WriteBatch) -> tuple[list[Record], int, int, int, int, int]:
         """Apply ``batch`` inside the open transaction, in the reference order; return the added
@@ -687,10 +708,12 @@ class DuckDBStore(MemoryStore):
             with_vec = sum(1 for item in batch.add if item.vector is not None)
             changes += with_vec
             vec_count += with_vec
+        touched = {item.record.record_type.value for item in batch.add}
         for patch in batch.patch:
-            row = con.execute(f"SELECT has_vec FROM am_records WHERE rid = {sql_str(patch.record_id)}").fetchone()
+            row = con.execute(f"SELECT has_vec, rtype FROM am_records WHERE rid = {sql_str(patch.record_id)}").fetchone()
             if row is None:
                 raise NotFound("record", patch.record_id)
+            touched.add(row[1])
             sets: list[str] = []
             params: list[Any] = []
             if isinstance(patch.content, str):
@@ -733,9 +756,10 @@ class DuckDBStore(MemoryStore):
             self._add_link(con, link)
         for rid in batch.delete:
             lit = sql_str(rid)
-            row = con.execute(f"SELECT has_vec FROM am_records WHERE rid = {lit}").fetchone()
+            row = con.execute(f"SELECT has_vec, rtype FROM am_records WHERE rid = {lit}").fetchone()
             if row is None:
                 raise NotFound("record", rid)
+            touched.add(row[1])
             con.execute(f"DELETE FROM am_records WHERE rid = {lit}")
             con.execute(f"DELETE FROM am_links WHERE source_id = {lit} OR target_id = {lit}")
             ver += 1
@@ -748,6 +772,7 @@ class DuckDBStore(MemoryStore):
             values = ", ".join(f"({sql_str(rid)}, {clock})" for rid, clock in stale)
             con.execute(f"INSERT INTO am_stale VALUES {values}")
         _save_counters(con, seq, ver)
+        self._touched = frozenset(touched)
         return added, changes, changes, vec_count, seq, ver
 
     def _add_link(self, con: duckdb.DuckDBPyConnection, link: Link) -> None:
@@ -893,10 +918,10 @@ class DuckDBStore(MemoryStore):
         card (or search) before a write reuses it."""
         if flt.alive_at is not None:
             timeless, _ = compile_filter(replace(flt, alive_at=None), udf=self._udf)
-            scope = self._scope(con, timeless)
+            scope = self._scope(con, timeless, flt.record_types)
             if scope is not None:
                 return len(scope.rids), (scope, to_micros(flt.alive_at))
-        scope = self._scope(con, where)  # expired rows may be what made the scope large
+        scope = self._scope(con, where, flt.record_types)  # expired rows may be what made the scope large
         if scope is not None:
             return len(scope.rids), (scope, None)
         return self._matching(con, where), None
@@ -920,14 +945,16 @@ class DuckDBStore(MemoryStore):
             f"SELECT count(*) FROM am_records r WHERE r.has_vec AND {where}"
         ).fetchone()[0]))  # type: ignore[index]
 
-    def _scope(self, con: duckdb.DuckDBPyConnection, where: str) -> _Scope | None:
+    def _scope(self, con: duckdb.DuckDBPyConnection, where: str, types: frozenset[RecordType] | None = None) -> _Scope | None:
         """The records and unit vectors of the rows ``where`` selects when there are at most
         ``exact_max_rows`` of them (else None), read from ``am_records`` (every live row, so no
         snapshot or stale list is involved) in one Arrow fetch and kept for the write clock: the
         context card runs three queries, each as vector and keyword search, in each of its
         scopes, and one statement serves them all. A scope that was small at an earlier write
         clock is read straight away (capped one row past the limit) instead of being counted
-        first. At most ``_SCOPE_CACHE_ROWS`` rows are kept (oldest scopes dropped first)."""
+        first. At most ``_SCOPE_CACHE_ROWS`` rows are kept (oldest scopes dropped first). ``types``
+        (the filter's record types) lets a later write of other types keep it
+        (``_keep_untouched_scopes``)."""
         self._sync_memo()
         scope = self._scopes.get(where)
         if scope is not None:
@@ -956,6 +983,9 @@ class DuckDBStore(MemoryStore):
         while self._scopes and sum(len(s.rids) for s in self._scopes.values()) + n > budget:
             del self._scopes[next(iter(self._scopes))]
         self._scopes[where] = scope
+        if len(self._scope_types) > 4_096:
+            self._scope_types.clear()
+        self._scope_types[where] = frozenset(t.value for t in types or ())
         return scope
 
     def _row_cache(self) -> dict[str, tuple[Any, ...]]:

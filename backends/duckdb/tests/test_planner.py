@@ -344,3 +344,68 @@ class _Logged:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._con, name)
+
+
+def test_a_kept_memory_scope_survives_message_writes_and_follows_every_memory_change(db_path: Path, h: Any) -> None:
+    """The small scope a user's memory search reads is kept across a write that only adds,
+    patches or deletes messages (a turn that extracts nothing reads it once), and any write
+    touching a memory makes the next search read it again: every search returns exactly what an
+    uncached store returns."""
+    from agentmemory.records import RecordStatus, RecordType
+
+    store = h.open_store(db_path, dimension=DIM, auto_index=False)
+    fresh = h.open_store(db_path.with_name("other.duckdb"), dimension=DIM, auto_index=False)
+    rng = np.random.default_rng(3)
+    vecs = h.clustered_vectors(400, DIM, seed=3)
+    memory_types = frozenset({RecordType.MEMORY, RecordType.FACT})
+    flt = RecordFilter(user_id="u", record_types=memory_types)
+    ids = iter(range(10_000))
+
+    def both(batch: WriteBatch) -> None:
+        store.write(batch)
+        fresh.write(batch)
+
+    vector_of: dict[str, np.ndarray] = {}
+
+    def add(kind: RecordType, n: int) -> list[str]:
+        made = [f"{kind.value}-{next(ids)}" for _ in range(n)]
+        vector_of.update((rid, vecs[int(rng.integers(0, 400))]) for rid in made)
+        both(WriteBatch(add=[h.new(rid, vector_of[rid], user_id="u", thread_id="t", record_type=kind) for rid in made]))
+        return made
+
+    def check(near: str | None = None) -> None:
+        """Compare at the vector of record ``near`` (a changed record is then the first hit)."""
+        q = vector_of[near] if near else vecs[int(rng.integers(0, 400))]
+        got = [(x.record.record_id, round(float(x.distance or 0), 5), x.record.status) for x in store.vector_search(q, flt, 5)]
+        fresh._sync_memo()
+        fresh._scopes.clear()  # the comparison store reads its scope every time
+        want = [(x.record.record_id, round(float(x.distance or 0), 5), x.record.status) for x in fresh.vector_search(q, flt, 5)]
+        assert got == want
+
+    add(RecordType.FACT, 30)
+    add(RecordType.MESSAGE, 50)
+    check()
+    kept = dict(store._scopes)
+    assert kept
+    add(RecordType.MESSAGE, 2)  # a turn that extracts nothing
+    message = add(RecordType.MESSAGE, 1)[0]
+    both(WriteBatch(patch=[RecordPatch(message, metadata={"k": 1})]))
+    check()
+    assert all(store._scopes.get(w) is s for w, s in kept.items()), "message writes must keep the memory scope"
+    memory = add(RecordType.MEMORY, 1)[0]  # a new memory in the scope
+    check(memory)
+    assert all(store._scopes.get(w) is not s for w, s in kept.items())
+    fact = next(iter(store._scopes.values())).rids[0]
+    kept = dict(store._scopes)
+    both(WriteBatch(patch=[RecordPatch(fact, status=RecordStatus.INVALID)]))  # a memory changes
+    check(fact)
+    assert all(store._scopes.get(w) is not s for w, s in kept.items())
+    kept = dict(store._scopes)
+    both(WriteBatch(delete=[message]))  # deleting a message leaves the memory scope as it was
+    check()
+    assert all(store._scopes.get(w) is s for w, s in kept.items())
+    both(WriteBatch(delete=[memory]))  # deleting a memory does not
+    check(memory)
+    assert all(store._scopes.get(w) is not s for w, s in kept.items())
+    store.close()
+    fresh.close()
