@@ -710,10 +710,12 @@ class DuckDBStore(MemoryStore):
             vec_count += with_vec
         touched = {item.record.record_type.value for item in batch.add}
         for patch in batch.patch:
-            row = con.execute(f"SELECT has_vec, rtype FROM am_records WHERE rid = {sql_str(patch.record_id)}").fetchone()
-            if row is None:
-                raise NotFound("record", patch.record_id)
-            touched.add(row[1])
+            lit = sql_str(patch.record_id)
+            row: tuple[Any, ...] | None = None
+            if patch.vector is not UNSET:  # the vector count needs has_vec as it was
+                row = con.execute(f"SELECT has_vec, rtype FROM am_records WHERE rid = {lit}").fetchone()
+                if row is None:
+                    raise NotFound("record", patch.record_id)
             sets: list[str] = []
             params: list[Any] = []
             if isinstance(patch.content, str):
@@ -734,20 +736,27 @@ class DuckDBStore(MemoryStore):
                 sets.append(f"expires = {sql_str(patch.expires_at.isoformat())}, expires_us = {to_micros(patch.expires_at)}")
             if patch.vector is None:
                 sets.append("vec = NULL, has_vec = FALSE")
-                vec_count -= int(bool(row[0]))
             elif isinstance(patch.vector, np.ndarray):
                 sets.append(f"vec = ?::FLOAT[{dim}], has_vec = TRUE")
                 params.append(vector_literal(unit(patch.vector)))
-                vec_count += int(not row[0])
             # every patch moves the row past the snapshots' watermark (into the exact delta); only
             # rows with a vector are in a snapshot, so only they leave a stale snapshot row
             ver += 1
             sets.append(f"ver = {ver}")
-            if row[0] or isinstance(patch.vector, np.ndarray):
+            # without a new vector, has_vec is the same after the update: one statement reads it
+            updated = con.execute(f"UPDATE am_records SET {', '.join(sets)} WHERE rid = {lit} RETURNING has_vec, rtype", params).fetchone()
+            if updated is None:
+                raise NotFound("record", patch.record_id)
+            had_vec, rtype = (row[0], row[1]) if row is not None else updated
+            touched.add(rtype)
+            if patch.vector is None:
+                vec_count -= int(bool(had_vec))
+            elif isinstance(patch.vector, np.ndarray):
+                vec_count += int(not had_vec)
+            if had_vec or isinstance(patch.vector, np.ndarray):
                 changes += 1
-            if row[0]:
+            if had_vec:
                 stale.append((patch.record_id, ver))
-            con.execute(f"UPDATE am_records SET {', '.join(sets)} WHERE rid = {sql_str(patch.record_id)}", params)
         for link_id in batch.delete_links:
             if con.execute(f"SELECT 1 FROM am_links WHERE link_id = {sql_str(link_id)}").fetchone() is None:
                 raise NotFound("link", link_id)
