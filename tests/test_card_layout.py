@@ -66,6 +66,16 @@ def test_topics_the_card_already_names_are_dropped_as_whole_words() -> None:
     assert topics_not_named(parts) == ("art", "cats")  # "art" is not the word inside "started"
 
 
+def test_a_word_said_once_is_not_a_topic() -> None:
+    """Offline topics are what the user keeps talking about: a content word (or pair) that
+    recurs, never the first word of a thread that has none."""
+    from agentmemory.operations.card import keyword_topics
+
+    assert keyword_topics(["I definitely want the blue kayak.", "Is the trip still on?"]) == []
+    topics = keyword_topics(["The kayak trip is on Sunday.", "Should the kayak trip start early?", "Definitely bring snacks."])
+    assert topics == ["kayak trip"]
+
+
 def test_under_a_budget_named_topics_give_their_tokens_to_results() -> None:
     client = AgentMemory(store=InMemoryStore(), embedder=HashingEmbedder(64))
     thread = client.create_thread(thread_id="t", user_id="u", extract_memories=False, enable_context_summary=False)

@@ -81,7 +81,7 @@ def keyword_topics(texts: Sequence[str], n: int = 5) -> list[str]:
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1] * (1.5 if " " in kv[0] else 1.0), kv[0]))
     topics: list[str] = []
     for term, count in ranked:
-        if count < 2 and topics:
+        if count < 2:  # a word said once is not yet a topic
             break
         if any(term in t or t in term for t in topics):
             continue
