@@ -82,6 +82,15 @@ known before that commit; a larger call (a bulk import) commits its messages fir
 extracts them as stored."""
 
 
+def thread_config(
+    ctx: MemoryContext, scope: ThreadScope, call: MemoryExtractionConfig | None, thread: Record
+) -> ResolvedExtractionConfig:
+    """Settings resolved call -> live overrides -> ``thread`` as stored now -> client -> default
+    (unlike ``scope.extraction_config``, which reads the config the handle was opened with)."""
+    persisted = MemoryExtractionConfig.from_any(internal_metadata(thread).get("config") or {})
+    return MemoryExtractionConfig.resolve(call, scope.live_overrides, persisted, ctx.extraction_config)
+
+
 def inline_pending_op(
     ctx: MemoryContext, scope: ThreadScope, call: MemoryExtractionConfig | None, thread: Record, count: int
 ) -> Op[Pending | None]:
@@ -91,8 +100,7 @@ def inline_pending_op(
     index text of the first new one starts from, so the turn reads its thread once."""
     if count > ONE_COMMIT_LIMIT or scope.extraction_config(ctx, call).extraction_mode is MemoryExtractionMode.BACKGROUND:
         return None
-    persisted = MemoryExtractionConfig.from_any(internal_metadata(thread).get("config") or {})
-    if not MemoryExtractionConfig.resolve(call, scope.live_overrides, persisted, ctx.extraction_config).extract_memories:
+    if not thread_config(ctx, scope, call, thread).extract_memories:
         return None
     since = int(thread_state(thread).get("extracted_seq", 0)) + 1
     rows: list[Record] = yield Call(ctx.store, "query", (ctx.alive(thread_id=scope.thread_id, record_types=MESSAGE_TYPES, min_seq=since),))
@@ -157,8 +165,7 @@ def process_op(
     read them (``inline_pending_op``), used when read from the same ``extracted_seq``."""
     llm = scope.effective_llm(ctx)
     rec = thread if thread is not None else (yield from thread_record_op(ctx, scope.thread_id))
-    persisted = MemoryExtractionConfig.from_any(internal_metadata(rec).get("config") or {})
-    cfg = MemoryExtractionConfig.resolve(call, scope.live_overrides, persisted, ctx.extraction_config)
+    cfg = thread_config(ctx, scope, call, rec)
     state = thread_state(rec)
     extracted_seq = int(state.get("extracted_seq", 0))
     summarized_seq = int(state.get("summarized_seq", 0))
@@ -174,7 +181,7 @@ def process_op(
     pending: list[Record] = []
     if cfg.extract_memories:
         if pending_read is not None and pending_read.since == extracted_seq + 1:
-            rows = list(pending_read.rows)
+            rows = pending_read.rows
         else:
             rows = yield Call(ctx.store, "query", (replace(base, min_seq=extracted_seq + 1),))
         pending = [r for r in rows if r.record_id not in marked] + fresh

@@ -275,8 +275,6 @@ class DuckDBStore(MemoryStore):
         self._fts_stats: tuple[str, Any, Any] | None = None
         """(BM25 snapshot table, its document count, its average length), read once per snapshot."""
         self._scopes: dict[str, _Scope] = {}
-        self._scope_types: dict[str, frozenset[str]] = {}
-        """The record types each kept scope is limited to (none: any type), by its ``where``."""
         self._touched: frozenset[str] | None = None
         """The record types the write being applied adds, patches or deletes (None: a bulk add): a
         kept scope limited to other types stays valid across it (``_transact``)."""
@@ -539,7 +537,7 @@ class DuckDBStore(MemoryStore):
         self._delta_df = DeltaDocFreq()
         self._memo, self._memo_clock = {}, -1
         self._fts_stats = None
-        self._scopes, self._rows, self._scope_sizes, self._scope_types = {}, {}, {}, {}
+        self._scopes, self._rows, self._scope_sizes = {}, {}, {}
         if not self._read_only:
             # snapshot tables a crash left behind (built, never made current)
             current = {s.table for s in (self._vidx, self._fts) if s is not None}
@@ -684,10 +682,7 @@ class DuckDBStore(MemoryStore):
         move to its write clock keeping the small scopes limited to other types: their rows are
         exactly as before (a record's type never changes), so a turn that writes messages does
         not read the user's memory scope again. Everything else memoised is dropped."""
-        keep = {
-            where: scope for where, scope in self._scopes.items()
-            if self._scope_types.get(where) and not (self._scope_types[where] & touched)
-        }
+        keep = {where: scope for where, scope in self._scopes.items() if scope.types and not scope.types & touched}
         self._sync_memo()
         self._scopes.update(keep)
 
@@ -986,15 +981,12 @@ class DuckDBStore(MemoryStore):
         matrix = _vec_matrix(table, self.dimension, copy=False)
         scope = _Scope(
             table.column("rid").to_pylist(), table.column("ver").to_numpy(), matrix, table.select(range(_N_COLS)),
-            table.column("expires_us").to_numpy(),
+            table.column("expires_us").to_numpy(), frozenset(t.value for t in types or ()),
         )
         budget = max(_SCOPE_CACHE_ROWS, limit)
         while self._scopes and sum(len(s.rids) for s in self._scopes.values()) + n > budget:
             del self._scopes[next(iter(self._scopes))]
         self._scopes[where] = scope
-        if len(self._scope_types) > 4_096:
-            self._scope_types.clear()
-        self._scope_types[where] = frozenset(t.value for t in types or ())
         return scope
 
     def _row_cache(self) -> dict[str, tuple[Any, ...]]:
@@ -1560,7 +1552,10 @@ _NO_EXPIRY = int(np.iinfo(np.int64).max)
 class _Scope:
     """The rows of one small scope: ids, write clock values, unit vectors and record columns."""
 
-    def __init__(self, rids: list[str], vers: np.ndarray, matrix: np.ndarray, records: pa.Table, expires_us: np.ndarray) -> None:
+    def __init__(
+        self, rids: list[str], vers: np.ndarray, matrix: np.ndarray, records: pa.Table, expires_us: np.ndarray,
+        types: frozenset[str],
+    ) -> None:
         self.rids = rids
         self.vers = vers
         self.matrix = matrix
@@ -1568,6 +1563,8 @@ class _Scope:
         """The record columns (``_COLS``), row for row."""
         self.expires_us = expires_us
         """Expiry in microseconds (``_NO_EXPIRY`` for none), row for row."""
+        self.types = types
+        """The record types the scope's filter is limited to (empty: any type)."""
         self._pos: dict[str, int] | None = None
 
     def alive(self, at_us: int) -> np.ndarray:
