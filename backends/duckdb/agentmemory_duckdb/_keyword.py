@@ -34,7 +34,7 @@ import numpy as np
 from agentmemory.bm25 import idf, length_norm, term_score
 from agentmemory.filters import metadata_matches
 from agentmemory.records import RecordStatus, RecordType
-from agentmemory.snapshot_arrays import pack_texts, unpack_texts
+from agentmemory.snapshot_arrays import isin_codes, pack_texts, unpack_texts
 from agentmemory.spi import ANY, RecordFilter
 
 from ._sql import ident, to_micros
@@ -265,7 +265,7 @@ class KeywordIndex:
 
         def codes(column: _Codes, values: Iterable[Any]) -> None:
             wanted = [c for c in (column.of.get(v) for v in values) if c is not None]
-            keep[:] &= np.isin(column.codes[pos], wanted) if wanted else False
+            keep[:] &= isin_codes(column.codes[pos], wanted)
 
         if flt.record_ids is not None:
             wanted_pos = {p for p in (self.pos_of.get(r) for r in flt.record_ids) if p is not None}

@@ -20,7 +20,7 @@ import numpy as np
 
 from agentmemory.filters import metadata_matches
 from agentmemory.records import RecordStatus, RecordType
-from agentmemory.snapshot_arrays import pack_texts, unpack_texts
+from agentmemory.snapshot_arrays import isin_codes, pack_texts, unpack_texts
 from agentmemory.spi import ANY, RecordFilter
 
 RECORD_TYPES: tuple[RecordType, ...] = tuple(RecordType)
@@ -373,7 +373,7 @@ class Columns:
             cond[slots] = True
             both(cond)
         if flt.record_types is not None:
-            both(_isin(self.rtype[:n], [TYPE_CODE[RecordType(t)] for t in flt.record_types]))
+            both(isin_codes(self.rtype[:n], [TYPE_CODE[RecordType(t)] for t in flt.record_types]))
         for name, col in (("user_id", self.user), ("agent_id", self.agent), ("thread_id", self.thread)):
             want = getattr(flt, name)
             if want is ANY:
@@ -383,7 +383,7 @@ class Columns:
                 return np.zeros(n, bool)
             both(col[:n] == code)
         if flt.statuses is not None:
-            both(_isin(self.status[:n], [STATUS_CODE[RecordStatus(s)] for s in flt.statuses]))
+            both(isin_codes(self.status[:n], [STATUS_CODE[RecordStatus(s)] for s in flt.statuses]))
         if flt.alive_at is not None:
             both(self.expires[:n] > to_us(flt.alive_at))
         if flt.expired_at is not None:
@@ -446,8 +446,3 @@ class Columns:
         ranked = sorted(zip(map(round, near, [6] * len(near)), map(self.rids.__getitem__, at), at, near))
         return [(slot, d) for _, _, slot, d in ranked[:k]]
 
-
-def _isin(column: np.ndarray, codes: list[int]) -> np.ndarray:
-    if len(codes) == 1:
-        return column == codes[0]
-    return np.isin(column, codes)
