@@ -6,11 +6,15 @@ Records are immutable pydantic models shared by the core, the SPI and every back
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from datetime import date, datetime
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 
 class RecordType(str, Enum):
@@ -159,7 +163,13 @@ class LinkedResult(BaseModel):
 
 
 class SearchResult(BaseModel):
-    """One search hit: the record, its vector distance and/or fused score, rendered text."""
+    """One search hit: the record, its vector distance and/or fused score, rendered text.
+
+    ``formatted_content`` given to the constructor is kept as given. The core's search builds
+    its results with ``rendered_on_read`` instead: the text (``formatting.format_record`` of the
+    record and its linked results) is rendered the first time anything reads it (the attribute,
+    ``model_dump``, ``==``, ``repr``), so a caller that never reads it does not pay for it
+    (rendering was a plain search's largest cost after the store call)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -168,6 +178,66 @@ class SearchResult(BaseModel):
     score: float
     formatted_content: str
     linked_results: tuple[LinkedResult, ...] = ()
+
+    @classmethod
+    def rendered_on_read(
+        cls, record: Record, distance: float | None, score: float, linked_results: tuple[LinkedResult, ...] = ()
+    ) -> SearchResult:
+        """A result whose ``formatted_content`` is ``format_record(record, linked_results)``,
+        rendered on first read. Validated as the constructor validates; equal to the result
+        built with that text given."""
+        result = cls(record=record, distance=distance, score=score, formatted_content="", linked_results=linked_results)
+        del result.__dict__["formatted_content"]
+        return result
+
+    def _rendered(self) -> str:
+        """``formatted_content``, rendering it now if it was left for later."""
+        text = self.__dict__.get("formatted_content")
+        if text is None:
+            from .formatting import format_record  # formatting imports this module
+
+            text = format_record(self.record, self.linked_results)
+            fields = self.__dict__
+            ordered = {name: text if name == "formatted_content" else fields[name] for name in type(self).model_fields}
+            fields.clear()  # in field order, as the constructor leaves them (repr, dict(), pickling)
+            fields.update(ordered)
+        return str(text)
+
+    if not TYPE_CHECKING:  # mypy keeps checking attribute names on results
+
+        def __getattr__(self, name: str) -> Any:
+            if name == "formatted_content":
+                return self._rendered()
+            return super().__getattr__(name)
+
+    # everything that reads the fields as a whole renders the text first
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: SerializerFunctionWrapHandler) -> Any:
+        self._rendered()
+        return handler(self)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SearchResult):
+            self._rendered()
+            other._rendered()
+        return super().__eq__(other)
+
+
+    def __iter__(self) -> Any:
+        self._rendered()
+        return super().__iter__()
+
+    def __repr_args__(self) -> Any:
+        self._rendered()
+        return super().__repr_args__()
+
+    def __getstate__(self) -> dict[Any, Any]:
+        self._rendered()
+        return super().__getstate__()
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        self._rendered()  # a copy with another record keeps this text, as an eager result would
+        return super().model_copy(update=update, deep=deep)
 
     @property
     def content(self) -> str:

@@ -15,7 +15,6 @@ from ..embedders import Embedder
 from ..embedders.base import embed_op
 from ..errors import InvalidArgument
 from ..filters import validate_metadata_filter
-from ..formatting import format_record
 from ..index_text import speaker_name
 from ..records import MEMORY_TYPES, SEARCHABLE_TYPES, Link, LinkedResult, Record, RecordStatus, RecordType, SearchResult
 from ..rerankers import Reranker
@@ -211,10 +210,10 @@ def search_op(store: MemoryStore, embedder: Embedder, q: SearchQuery) -> Op[list
 
 
 def final_result(record: Record, distance: float | None, score: float, linked: tuple[LinkedResult, ...]) -> SearchResult:
-    """A result as returned: its linked results attached and its formatted content rendered
-    (built once: a copy per result cost a plain search more than its store call)."""
-    return SearchResult(record=record, distance=distance, score=score, linked_results=linked,
-                        formatted_content=format_record(record, linked))
+    """A result as returned: its linked results attached; its formatted content
+    (``format_record(record, linked)``) is rendered when first read (``rendered_on_read``):
+    rendering ten results cost a plain search about half as much as its store call."""
+    return SearchResult.rendered_on_read(record, distance, score, linked)
 
 
 def hit_score(hit: Hit) -> float:
