@@ -1,0 +1,168 @@
+"""What a plain ``search`` (and the card) costs above the store's own ``vector_search`` for the
+same scope (issue #31, item 4: vector search <= 2x the SPI floor, the hnswlib card <= 8x). A
+measurement, not a test.
+
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/scripts/search_overhead.py build \\
+        --n 100000 --backend hnswlib --dir /tmp/so-hnswlib
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/scripts/search_overhead.py measure \\
+        --backend hnswlib --dir /tmp/so-hnswlib [--rounds 200] [--profile vector|card|hybrid]
+
+``build``: ``bulk_add`` of the speed suite's ``--n`` records (its seeded vectors, texts and
+users), then the framework suite's user: one conversation of 4 sessions x 25 turn pairs through
+``AgentMemory`` (rule-based extraction on, the hashing embedder behind the bench's caching
+wrapper), ``settle()``, ``close()``. ``measure`` (run it once per checkout, with
+``PYTHONPATH=CHECKOUT:CHECKOUT/backends/duckdb:CHECKOUT/backends/hnswlib``, to compare commits on
+the same built store): reopens the store, then times, round robin so a busy machine weighs on
+every row alike, the rows below with the query vectors already embedded (the bench's caching
+embedder: what is left is a dict lookup):
+
+- ``SPI vector_search (bench filter)``: ``store.vector_search(v, RecordFilter(user_id=user), 10)``,
+  the bench's floor row;
+- ``SPI vector_search (search's filter)``: the same call with the filter ``client.search`` builds
+  (user scope, searchable types, alive now);
+- ``client.search vector`` / ``thread.search vector`` / ``client.search hybrid`` (10 results);
+- ``thread.get_context_card()`` and ``SPI floor x5`` (the store calls a card makes are ~5 searches).
+
+Prints p50s in ms and each row's ratio to the bench floor. ``--profile ROW`` prints a cProfile of
+that row instead (top functions by own time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import io
+import pstats
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+USER = "so-fw-user"
+THREAD = "so-x-s3"
+AGENT = "bench-agent"
+
+
+def uri_of(backend: str, where: str) -> str:
+    if backend == "duckdb":
+        return f"duckdb://{where}/store.duckdb?auto_index=false"
+    return f"hnswlib://{where}/hnswlib"
+
+
+def build(args: argparse.Namespace) -> None:
+    sys.path.insert(0, str(HERE.parent))
+    from agentmemory_bench.conversations import generate_conversation
+    from agentmemory_bench.data import generate_vectors, make_records
+    from agentmemory_bench.embedding import CachedEmbedder
+    from agentmemory_bench.speed import record_columns
+
+    from agentmemory import AgentMemory, HashingEmbedder
+    from agentmemory.spi import SchemaPolicy
+
+    Path(args.dir).mkdir(parents=True, exist_ok=True)
+    uri = uri_of(args.backend, args.dir)
+    from agentmemory.plugins import get_plugin_manager
+
+    cls = get_plugin_manager().load("backends", args.backend)
+    store = cls.from_uri(uri)
+    data = generate_vectors(args.n, dim=384)
+    t0 = time.perf_counter()
+    store.open(dimension=384, schema_policy=SchemaPolicy.RECREATE)
+    store.bulk_add(record_columns(make_records(data)))
+    print(f"bulk_add {args.n}: {time.perf_counter() - t0:.1f} s", flush=True)
+    conv = generate_conversation(0, seed=0, sessions=4, turns_per_session=25)
+    embedder = CachedEmbedder(HashingEmbedder(384))
+    client = AgentMemory(store=store, embedder=embedder)
+    for index, session in enumerate(conv.sessions):
+        thread = client.create_thread(thread_id=f"so-x-s{index}", user_id=USER, agent_id=AGENT)
+        for start in range(0, len(session), 2):
+            thread.add_messages([{"role": m.role, "content": m.content} for m in session[start : start + 2]])
+    store.settle()
+    print(f"built in {time.perf_counter() - t0:.1f} s", flush=True)
+    client.close()
+
+
+def measure(args: argparse.Namespace) -> None:
+    sys.path.insert(0, str(HERE.parent))
+    from agentmemory_bench.conversations import generate_conversation
+    from agentmemory_bench.embedding import CachedEmbedder
+
+    from agentmemory import AgentMemory, HashingEmbedder
+    from agentmemory.operations.search import build_search
+    from agentmemory.spi import RecordFilter
+
+    embedder = CachedEmbedder(HashingEmbedder(384))
+    conv = generate_conversation(0, seed=0, sessions=4, turns_per_session=25)
+    questions = [q.text for q in conv.questions]
+    embedder.warm(questions, is_query=True)
+    embedder.warm([m.content for m in conv.messages])
+    client = AgentMemory(uri_of(args.backend, args.dir), embedder=embedder)
+    store: Any = client.store
+    thread = client.get_thread(THREAD)
+    vectors = embedder.embed(questions, is_query=True)
+    bench_flt = RecordFilter(user_id=USER)
+
+    def search_flt() -> RecordFilter:
+        return build_search(client.context(), "q", {"user_id": USER}).filter
+
+    rows: dict[str, Any] = {
+        "SPI vector_search (bench filter)": lambda i: store.vector_search(vectors[i], bench_flt, 10),
+        "SPI vector_search (search's filter)": lambda i: store.vector_search(vectors[i], search_flt(), 10),
+        "client.search vector": lambda i: client.search(questions[i], user_id=USER, strategy="vector"),
+        "thread.search vector": lambda i: thread.search(questions[i], strategy="vector"),
+        "client.search hybrid": lambda i: client.search(questions[i], user_id=USER, strategy="hybrid"),
+        "card": lambda i: thread.get_context_card(),
+        "SPI floor x5": lambda i: [store.vector_search(vectors[(i + j) % len(vectors)], bench_flt, 10) for j in range(5)],
+    }
+    if args.profile:
+        name = {"vector": "thread.search vector", "card": "card", "hybrid": "client.search hybrid", "client": "client.search vector"}[args.profile]
+        fn = rows[name]
+        for i in range(50):
+            fn(i % len(questions))
+        prof = cProfile.Profile()
+        prof.enable()
+        for i in range(args.rounds):
+            fn(i % len(questions))
+        prof.disable()
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats(args.sort).print_stats(45)
+        print(text.getvalue())
+        client.close()
+        return
+    for i in range(20):  # warm every row (scope masks, caches)
+        for fn in rows.values():
+            fn(i % len(questions))
+    times: dict[str, list[float]] = {name: [] for name in rows}
+    gc.collect()
+    for i in range(args.rounds):
+        for name, fn in rows.items():
+            q = i % len(questions)
+            t0 = time.perf_counter()
+            fn(q)
+            times[name].append(time.perf_counter() - t0)
+    floor = statistics.median(times["SPI vector_search (bench filter)"])
+    print(f"{args.backend} {args.dir}: {args.rounds} rounds, p50 ms (x the bench floor)")
+    for name, values in times.items():
+        p50 = statistics.median(values)
+        print(f"  {name:38s} {p50 * 1000:8.3f}  {p50 / floor:6.2f}x")
+    client.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("mode", choices=("build", "measure"))
+    ap.add_argument("--backend", choices=("duckdb", "hnswlib"), default="hnswlib")
+    ap.add_argument("--dir", required=True)
+    ap.add_argument("--n", type=int, default=100_000)
+    ap.add_argument("--rounds", type=int, default=200)
+    ap.add_argument("--profile", choices=("vector", "card", "hybrid", "client"))
+    ap.add_argument("--sort", default="tottime")
+    args = ap.parse_args()
+    build(args) if args.mode == "build" else measure(args)
+
+
+if __name__ == "__main__":
+    main()
