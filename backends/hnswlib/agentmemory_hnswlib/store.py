@@ -214,8 +214,8 @@ class HnswlibStore(MemoryStore):
         self.last_reconcile: Any = None
         """What the last open had to do to bring the index in line with the records."""
         self._rng = np.random.default_rng(0x5EED)
-        self._masks: dict[RecordFilter, np.ndarray | None] = {}
-        """Scope masks of the columns version ``_masks_of`` (``_mask``)."""
+        self._masks: dict[tuple[Any, ...], _Scope | _Alive] = {}
+        """Scopes of the columns version ``_masks_of`` (``_scope``), by ``_scope_key``."""
         self._masks_of: tuple[int, int] | None = None
         self._records: dict[str, Record] = {}
         """Decoded records by id, at most ``_RECORD_CACHE`` (oldest dropped first): a context
@@ -1051,14 +1051,15 @@ class HnswlibStore(MemoryStore):
         n = cols.n
         if n == 0:
             return []
-        base = self._mask(cols, flt)
-        n_base = n if base is None else int(np.count_nonzero(base))
+        scope = self._scope(cols, flt)
+        base = scope.mask
+        n_base = scope.count
         if n_base == 0:
             return []
         meta = dict(flt.metadata_filter) if flt.metadata_filter else None
         n_est = n_base
         if meta is not None:  # estimate the metadata filter's selectivity from a sample
-            pool = np.arange(n) if base is None else np.flatnonzero(base)
+            pool = scope.slots()
             sample = pool if len(pool) <= _META_SAMPLE else self._rng.choice(pool, _META_SAMPLE, replace=False)
             rate = float(np.count_nonzero(cols.meta_ok(sample, meta))) / len(sample)
             n_est = max(1, round(n_base * max(rate, 0.5 / len(sample))))
@@ -1068,14 +1069,14 @@ class HnswlibStore(MemoryStore):
         while True:
             if self._prefer_exact(n_base, n_base / n, fetch, meta is not None):
                 counts["exact" if first else "ann_fallback"] += 1
-                return self._exact(query, base, meta, k)
+                return self._exact(query, scope, meta, k)
             counts["ann" if first else "ann_refetch"] += 1
             first = False
             try:
                 labels, dists = index.knn(query, fetch, self._ef_for(fetch))
             except RuntimeError:  # hnswlib could not gather `fetch` live elements
                 counts["ann_fallback"] += 1
-                return self._exact(query, base, meta, k)
+                return self._exact(query, scope, meta, k)
             slots = cols.label_slot[labels]
             slots = slots[slots >= 0]
             if base is not None:
@@ -1097,30 +1098,43 @@ class HnswlibStore(MemoryStore):
             fetch = min(n, max(fetch * 2, grown))
 
     def _mask(self, cols: Columns, flt: RecordFilter) -> np.ndarray | None:
-        """``cols.mask(flt)``, memoised until the columns change: the context card asks several
-        queries in one scope, and each mask is a pass over every slot."""
+        """``cols.mask(flt)`` (None = every slot), memoised until the columns change (``_scope``)."""
+        return self._scope(cols, flt).mask
+
+    def _scope(self, cols: Columns, flt: RecordFilter) -> _Scope:
+        """The slots matching ``flt`` but its metadata filter, memoised until the columns
+        change: the context card asks several queries in one scope, and each mask is a pass
+        over every slot. ``alive_at`` (callers pass now, new each time) reuses the mask of the
+        rest of the scope and its own, kept while no record of the scope expires between the
+        instant it was made for and the one asked (``_Alive``): a plain search no longer passes
+        over every slot's expiry, nor counts or lists the scope's slots again."""
         if (flt.user_id is ANY and flt.thread_id is ANY and flt.agent_id is ANY and flt.record_ids is None
                 and flt.record_types is None and flt.statuses is None and flt.alive_at is None
                 and flt.expired_at is None and flt.min_seq is None and flt.max_seq is None):
-            return None  # no condition but (perhaps) metadata: what cols.mask answers, without a lookup
-        key = (id(cols), cols.version)
-        if self._masks_of != key:
+            return _Scope(None, cols.n)  # no condition but (perhaps) metadata: no lookup
+        version = (id(cols), cols.version)
+        if self._masks_of != version:
             self._masks.clear()
-            self._masks_of = key
-        scope = dataclasses.replace(flt, metadata_filter=None)
-        if scope not in self._masks:
-            if scope.alive_at is None:
-                mask = cols.mask(scope)
-            else:  # callers pass alive_at=now, new each time: reuse the rest of the scope's mask
-                rest = self._mask(cols, dataclasses.replace(scope, alive_at=None))
-                alive = cols.expires[: cols.n] > to_us(scope.alive_at)
-                mask = alive if rest is None else np.logical_and(rest, alive, out=alive)
-            if mask is not None:
-                mask.flags.writeable = False
-            if len(self._masks) >= 16:  # drop the oldest entry (dicts keep insertion order)
-                del self._masks[next(iter(self._masks))]
-            self._masks[scope] = mask
-        return self._masks[scope]
+            self._masks_of = version
+        key = _scope_key(flt)
+        rest = self._masks.get(key)
+        if not isinstance(rest, _Scope):
+            rest = _Scope.of(cols.mask(dataclasses.replace(flt, alive_at=None, metadata_filter=None)), cols.n)
+            self._remember(key, rest)
+        if flt.alive_at is None:
+            return rest
+        at = to_us(flt.alive_at)
+        alive_key = (*key, "alive")
+        kept = self._masks.get(alive_key)
+        if not isinstance(kept, _Alive) or not kept.low <= at < kept.high:
+            kept = _Alive.of(rest, cols.expires, at, cols.n)
+            self._remember(alive_key, kept)
+        return kept.scope
+
+    def _remember(self, key: tuple[Any, ...], entry: _Scope | _Alive) -> None:
+        if len(self._masks) >= 32:  # drop the oldest entry (dicts keep insertion order)
+            del self._masks[next(iter(self._masks))]
+        self._masks[key] = entry
 
     def _prefer_exact(self, n_candidates: int, share: float, fetch: int, has_meta: bool) -> bool:
         """Exact scan of ``n_candidates`` vectors vs. one ANN fetch of ``fetch`` (of which a
@@ -1144,12 +1158,10 @@ class HnswlibStore(MemoryStore):
         n = self._cols.n if self._cols is not None else 0
         return 64 if n <= 200_000 else 128 if n <= 1_000_000 else 256
 
-    def _exact(
-        self, query: np.ndarray, base: np.ndarray | None, meta: dict[str, Any] | None, k: int
-    ) -> list[tuple[int, float]]:
+    def _exact(self, query: np.ndarray, scope: _Scope, meta: dict[str, Any] | None, k: int) -> list[tuple[int, float]]:
         cols = self._cols
         assert cols is not None
-        slots = np.arange(cols.n) if base is None else np.flatnonzero(base)
+        slots = scope.slots()
         if meta is not None and len(slots):
             slots = slots[cols.meta_ok(slots, meta)]
         return cols.top_k(query, slots, k)
@@ -1179,3 +1191,63 @@ class HnswlibStore(MemoryStore):
             ranked = sorted((-round(float(v), 6), cols.rids[int(s)], float(v)) for s, v in zip(slots, scores))[:k]
             records = self._fetch(con, [rid for _, rid, _ in ranked])
         return [Hit(record=records[rid], score=score) for _, rid, score in ranked]
+
+
+def _scope_key(flt: RecordFilter) -> tuple[Any, ...]:
+    """``flt`` but its metadata filter and ``alive_at``, as a dictionary key."""
+    return (flt.record_ids, flt.record_types, flt.user_id, flt.agent_id, flt.thread_id, flt.statuses,
+            flt.expired_at, flt.min_seq, flt.max_seq)
+
+
+class _Scope:
+    """One scope of one columns version: its mask (None = every slot; read-only), how many
+    slots match, and which (listed on first use)."""
+
+    __slots__ = ("mask", "count", "_slots")
+
+    def __init__(self, mask: np.ndarray | None, count: int, slots: np.ndarray | None = None) -> None:
+        self.mask = mask
+        self.count = count
+        self._slots = slots
+
+    @classmethod
+    def of(cls, mask: np.ndarray | None, n: int) -> _Scope:
+        if mask is None:
+            return cls(None, n)
+        mask.flags.writeable = False
+        return cls(mask, int(np.count_nonzero(mask)))
+
+    def slots(self) -> np.ndarray:
+        """The matching slots, ascending (read-only)."""
+        if self._slots is None:
+            slots = np.arange(self.count) if self.mask is None else np.flatnonzero(self.mask)
+            slots.flags.writeable = False
+            self._slots = slots
+        return self._slots
+
+
+class _Alive:
+    """A scope's records alive at instants ``low <= t < high`` (microseconds): none of its
+    records expires in between, so the answer is the same for every such ``t``."""
+
+    __slots__ = ("scope", "low", "high")
+
+    def __init__(self, scope: _Scope, low: float, high: float) -> None:
+        self.scope, self.low, self.high = scope, low, high
+
+    @classmethod
+    def of(cls, rest: _Scope, expires: np.ndarray, at: int, n: int) -> _Alive:
+        """``rest`` restricted to the records alive at ``at`` (``expires`` > ``at``)."""
+        slots = rest.slots()
+        ends = expires[slots]
+        alive = ends > at
+        low = float(ends[~alive].max()) if not alive.all() else -math.inf
+        high = float(ends[alive].min()) if alive.any() else math.inf
+        if alive.all():
+            return cls(rest, low, high)  # nothing of the scope has expired: the same slots
+        kept = slots[alive]
+        mask = np.zeros(n, bool)
+        mask[kept] = True
+        mask.flags.writeable = False
+        kept.flags.writeable = False
+        return cls(_Scope(mask, len(kept), kept), low, high)

@@ -246,8 +246,10 @@ def test_decoded_records_equal_model_construct() -> None:
 
 
 def test_memoised_masks_equal_columns_mask(tmp_path: Path) -> None:
-    """``_mask`` builds an ``alive_at`` scope from the memoised mask of the rest of the scope:
-    the same slots as ``Columns.mask`` of the whole filter, before and after writes."""
+    """``_mask`` builds an ``alive_at`` scope from the memoised mask of the rest of the scope
+    and keeps it while no record of the scope expires in between: the same slots (and count)
+    as ``Columns.mask`` of the whole filter, at instants either side of an expiry, in either
+    order, before and after writes."""
     from datetime import timedelta
 
     from hnswlib_testutil import T0
@@ -268,7 +270,9 @@ def test_memoised_masks_equal_columns_mask(tmp_path: Path) -> None:
         filters = []
         for user in (ANY, "u1", "nobody", None):
             for thread in (ANY, "t", None):
-                for alive in (None, T0, T0 + timedelta(days=20), T0 + timedelta(days=90)):
+                for alive in (None, T0, T0 + timedelta(days=20), T0 + timedelta(days=90),
+                              T0 + timedelta(days=5), T0 + timedelta(days=5, microseconds=-1),
+                              T0 + timedelta(days=10, microseconds=1)):  # at an expiry, either side
                     filters.append(RecordFilter(user_id=user, thread_id=thread, alive_at=alive))
                     filters.append(RecordFilter(user_id=user, thread_id=thread, alive_at=alive,
                                                 record_types=frozenset({RecordType.MEMORY}),
@@ -276,12 +280,17 @@ def test_memoised_masks_equal_columns_mask(tmp_path: Path) -> None:
         for _ in range(2):
             cols = store._cols
             assert cols is not None
-            for flt in filters + filters[::-1]:
+            for flt in filters + filters[::-1]:  # instants forwards, then backwards
                 got, want = store._mask(cols, flt), cols.mask(flt)
                 if want is None:
                     assert got is None
+                elif got is None:  # every slot: the scope's other conditions kept them all
+                    assert want.all(), flt
                 else:
-                    assert got is not None and np.array_equal(got, want), flt
+                    assert np.array_equal(got, want), flt
+                slots = np.arange(cols.n) if want is None else np.flatnonzero(want)
+                scope = store._scope(cols, flt)
+                assert scope.count == len(slots) and np.array_equal(scope.slots(), slots), flt
             store.write(WriteBatch(patch=[RecordPatch("r5", expires_at=T0 + timedelta(days=1)),
                                           RecordPatch("r6", status=RecordStatus.INVALID)]))
     finally:
