@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -275,6 +276,16 @@ def snapshot(store: MemoryStore) -> Snapshot:
             hits = store.vector_search(probe, RecordFilter(), 10_000)
             probes.append(tuple(sorted((h.record.record_id, round(h.distance or 0.0, 4)) for h in hits)))
     return Snapshot(records, links, tuple(probes))
+
+
+def files_under(path: Path) -> list[str] | None:
+    """What lies at ``path`` (``None``: nothing; else the relative paths below it, sorted): a
+    refused open must leave a store's path as it found it."""
+    if not path.exists():
+        return None
+    if path.is_file():
+        return [path.name]
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
 
 
 def ids(items: Iterable[Record | Hit | Link]) -> list[str]:

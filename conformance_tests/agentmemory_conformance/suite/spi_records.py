@@ -32,6 +32,7 @@ from ..support import (
     assert_same,
     assert_vector_ids,
     clause,
+    files_under,
     ids,
     is_approximate,
     link,
@@ -881,7 +882,12 @@ class PersistenceTests:
         [hit] = wiped.vector_search(E1, RecordFilter(), 5)
         assert hit.record.content == "new a" and abs(float(hit.distance or 0.0) - 1.0) < 1e-4, "RECREATE kept the old vector"
         assert wiped.links() == []
-        fresh = build_store(tmp_path / "never-created", dimension=None)
+        fresh_path = tmp_path / "never-created"
+        fresh = build_store(fresh_path, dimension=None)
+        before = files_under(fresh_path)
         with pytest.raises(AgentMemoryError):
             fresh.open(dimension=DIM, schema_policy=SchemaPolicy.REQUIRE_EXISTING)
+        assert files_under(fresh_path) == before, (
+            f"a refused REQUIRE_EXISTING open created storage at {fresh_path}: {files_under(fresh_path)}"
+        )
 
