@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
@@ -45,7 +46,16 @@ class Embedder(ABC):
     def _finish(self, count: int, raw: Any) -> np.ndarray:
         """``raw`` checked (``checked_embeddings``) and L2-normalised: what ``embed`` returns;
         native-async embedders call it from their ``aembed``."""
-        out = checked_embeddings(self, count, raw)
+        out = checked_embeddings(self, count, raw, rows_checked=False)
+        with np.errstate(over="ignore", invalid="ignore"):
+            # what np.linalg.norm(out, axis=1, keepdims=True) computes, bit for bit, without its
+            # dispatch (a search embeds one query: the per-call overhead is the cost)
+            squares = np.add.reduce(out * out, axis=1, keepdims=True)
+        if count and 0.0 < float(squares.min()) and float(squares.max()) < math.inf:
+            # a finite positive sum of squares proves every row finite and not all zeros: what
+            # ``bad_vector_row`` asks, in the reduction the norm needs anyway
+            return out / np.sqrt(squares)
+        checked_embeddings(self, count, out)  # NaN, infinity, zeros, overflow: the full rule
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return out / norms
@@ -84,9 +94,10 @@ def _checks_itself(cls: type) -> bool:
             and cls._finish is Embedder._finish)
 
 
-def checked_embeddings(embedder: Any, count: int, vectors: Any) -> np.ndarray:
+def checked_embeddings(embedder: Any, count: int, vectors: Any, *, rows_checked: bool = True) -> np.ndarray:
     """``vectors`` as a float32 ``(count, embedder.dimension)`` matrix of finite, non-zero rows;
-    ``ModelError`` naming the embedder otherwise (a plugin or a server may answer anything)."""
+    ``ModelError`` naming the embedder otherwise (a plugin or a server may answer anything).
+    ``rows_checked=False`` checks the shape alone (the caller checks the rows)."""
     name = getattr(embedder, "name", type(embedder).__name__)
     try:
         with np.errstate(over="ignore", invalid="ignore"):  # out-of-range values become inf: rejected below
@@ -98,7 +109,7 @@ def checked_embeddings(embedder: Any, count: int, vectors: Any) -> np.ndarray:
     dimension = getattr(embedder, "dimension", None)
     if count and matrix.shape[1] != dimension:
         raise ModelError(f"embedder {name!r} returned {matrix.shape[1]}-d vectors, its dimension is {dimension}")
-    bad = bad_vector_row(matrix) if count else None
+    bad = bad_vector_row(matrix) if count and rows_checked else None
     if bad is not None:
         raise ModelError(f"embedder {name!r} returned an unusable vector for text {bad[0]}: it {bad[1]}")
     return matrix

@@ -50,6 +50,8 @@ class CachedEmbedder(Embedder):
     def _embed(self, texts: list[str], is_query: bool) -> np.ndarray:
         with self._lock:
             self.lookups += len(texts)
+            if len(texts) == 1 and (hit := self._cache.get((texts[0], is_query))) is not None:
+                return hit[None, :]  # a search's one query: no stacking (it counted as core overhead)
             missing = [t for t in dict.fromkeys(texts) if (t, is_query) not in self._cache]
         if missing:
             self._fill(missing, is_query)
