@@ -891,3 +891,25 @@ class PersistenceTests:
             f"a refused REQUIRE_EXISTING open created storage at {fresh_path}: {files_under(fresh_path)}"
         )
 
+
+    @clause("9.persistence")
+    @requires(Capability.PERSISTENCE, Capability.KEYWORD_SEARCH)
+    def test_a_closed_store_opened_again_reads_its_storage_afresh(self, build_store: Callable[..., MemoryStore], store_path: Path) -> None:
+        """``open`` after ``close`` on the same store object serves what the storage holds now:
+        nothing a search remembered from before the close (term counts, scopes, statistics) may
+        answer for a record that ``RECREATE`` replaced with other words under the same id.
+
+        Troubleshooting: reset every per-connection memo in ``_open``, not only in ``__init__``;
+        a memo keyed by a write counter is not enough, because ``RECREATE`` starts the counter
+        again.
+        """
+        store = build_store(store_path)
+        store.write(WriteBatch(add=[new(rec("a", content="amber lighthouse"), E1)]))
+        assert ids(store.keyword_search("amber", RecordFilter(), 5)) == ["a"]
+        store.close()
+        store.open(dimension=DIM, schema_policy=SchemaPolicy.RECREATE)
+        store.write(WriteBatch(add=[new(rec("a", content="violet harbour"), E2)]))
+        assert ids(store.keyword_search("violet", RecordFilter(), 5)) == ["a"], "the reopened store answered from the replaced record's words"
+        assert store.keyword_search("amber", RecordFilter(), 5) == [], "the reopened store still finds the replaced record's words"
+        [hit] = store.vector_search(E2, RecordFilter(), 5)
+        assert hit.record.content == "violet harbour" and abs(float(hit.distance or 0.0)) < 1e-4
