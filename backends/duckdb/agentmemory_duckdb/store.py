@@ -873,7 +873,6 @@ class DuckDBStore(MemoryStore):
         # the query vector as an inline literal: a bound parameter makes the duckdb client look
         # for pandas on every call (~0.15 ms); the text holds only digits, '.', 'e', '+', '-', ','
         q = f"'{vector_literal(unit(vector))}'::FLOAT[{dim}]"
-        where, params = compile_filter(filter, udf=self._udf)
         with self._lock, _mapped_errors():
             con = self._conn()
             self._maybe_start_builder()
@@ -881,7 +880,9 @@ class DuckDBStore(MemoryStore):
             full_rows: list[Any] | None = None
             scope: _Scope | None = None
             unfiltered = is_unfiltered(filter)
-            matching, small = (-1, None) if unfiltered else self._small_scope(con, filter, where)
+            matching, small = (-1, None) if unfiltered else self._small_scope(con, filter)
+            if small is None:  # a kept small scope needs no SQL (search's alive_at: ~10 us to compile)
+                where, params = compile_filter(filter, udf=self._udf)
             if matching == 0:
                 self.last_plan = SearchPlan("exact", 0)
                 return []
@@ -913,7 +914,7 @@ class DuckDBStore(MemoryStore):
         return [Hit(record=decode_record(row), distance=float(row[-1])) for row in rows]
 
     def _small_scope(
-        self, con: duckdb.DuckDBPyConnection, flt: RecordFilter, where: str
+        self, con: duckdb.DuckDBPyConnection, flt: RecordFilter, where: str | None = None
     ) -> tuple[int, tuple[_Scope, int | None] | None]:
         """(rows ``where`` selects, for the planner; the scope to scan in process with the
         expiry time to apply to it, when those rows are few). A scope is read and kept without
@@ -925,6 +926,8 @@ class DuckDBStore(MemoryStore):
             scope = self._scope(con, timeless, flt.record_types)
             if scope is not None:
                 return len(scope.rids), (scope, to_micros(flt.alive_at))
+        if where is None:
+            where, _ = compile_filter(flt, udf=self._udf)
         scope = self._scope(con, where, flt.record_types)  # expired rows may be what made the scope large
         if scope is not None:
             return len(scope.rids), (scope, None)
