@@ -727,3 +727,24 @@ def test_the_card_picks_the_messages_that_search_ranks_first(
 
     card = thread.get_context_card(max_relevant_results=8)
     assert {r.record.content for r in card.relevant} == set(shipped)
+
+
+def test_the_question_does_not_lift_the_turns_before_it_into_the_card() -> None:
+    """The newest user turn is the card's query. It matches itself best, so were it ranked with
+    the other records it would lift the turns just before it (search's context window) over
+    better matches: the card holds what ``search`` finds for the question before it was said."""
+    client = AgentMemory("memory://", embedder=HashingEmbedder(), index_context=False, memory_extraction_config=NO_EXTRACTION)
+    thread = client.create_thread(thread_id="t", user_id="u")
+    filler = ["harbour", "lantern", "orchard", "glacier", "compass", "meadow", "pepper", "candle"]
+    turns = [f"We spoke about the {filler[i % 8]} and the {filler[(3 * i + 1) % 8]} on day {i}." for i in range(40)]
+    for i in (5, 12, 19, 26):
+        turns[i] = f"The ferry was late on day {i}, they said."
+    thread.add_messages([{"role": "user" if i % 2 else "assistant", "content": t} for i, t in enumerate(turns)])
+    question = "When was the ferry late, and who said so?"
+    # the card fetches its limit plus a spare for each hit it may skip, as search does for 14 results
+    before = [h.content for h in thread.search(question, record_types=["message"], max_results=14)][:8]
+    say(thread, question)
+    card = thread.get_context_card(max_relevant_results=8)
+    assert {r.record.content for r in card.relevant} == set(before)
+    assert turns[-1] not in {r.record.content for r in card.relevant}  # the turn just before the question
+    client.close()

@@ -183,3 +183,71 @@ def test_costing_a_text_by_its_lines_gives_the_pieces_of_the_whole_text(lines: l
     whole = sum(1 for _ in _PIECES.finditer(text)) and _pieces_cost(text)
     assert sum(_pieces_cost(seg) for seg in _SEGMENT_START.split(text)) == whole
     assert estimate_tokens(text) == (max(1, (whole * 21 + _UNIT * 10) // (_UNIT * 20)) if text else 0)
+
+
+ENGLISH_CHAT = """Hey Priya! How was the weekend? Did you end up going to the farmers market?
+Yes, finally! I bought way too many tomatoes and a jar of honey from the beekeeper near the fountain.
+Not much, honestly. I spent most of Saturday repainting the spare bedroom, which my husband calls "hospital mint".
+That's the plan. I've been working from the kitchen table since March and my back is not happy about it.
+When I switched to a standing desk my shoulders stopped hurting within a couple of weeks.
+She was terrified of putting her face in the water at first, but last Tuesday she swam a whole length by herself.
+We changed the itinerary. Instead of Lisbon and Porto we're renting a small house in the Algarve for ten days.
+Exactly what I told my husband. He wasn't convinced, but the price difference convinced him.
+The mechanic said the alternator failed. It's fixed now, but the repair cost more than I expected.
+A historical novel about a lighthouse keeper in Scotland. It's slow, but the descriptions of the storms are incredible."""
+
+
+def test_the_estimate_counts_english_chat_at_most_a_tenth_over_cl100k() -> None:
+    """A card is mostly chat: the estimate may not count it under a real tokenizer (a prompt
+    would overflow), and every token it counts over cl100k is text the card leaves out. Common
+    long English words (``difference``, ``descriptions``) are one or two tokens, not one per four
+    letters (the old rule counted this chat 1.10x)."""
+    cl100k = EncodingCounter("cl100k_base").count(ENGLISH_CHAT)
+    ratio = estimate_tokens(ENGLISH_CHAT) / cl100k
+    assert 1.0 <= ratio <= 1.08, f"estimate {estimate_tokens(ENGLISH_CHAT)} vs cl100k {cl100k} ({ratio:.2f}x)"
+
+
+@pytest.mark.parametrize("word", ["difference", "Kontenanreicherung", "unvollständigen", "Donaudampfschifffahrt", "été-là"])
+def test_a_word_never_costs_less_than_its_prefix_whatever_rule_prices_it(word: str) -> None:
+    """Lowercase, capitalised and accented words are priced by different rules; a prefix that
+    gains an accented letter switches rule, and must still not cost less (cuts bisect)."""
+    counts = [estimate_tokens(word[:i]) for i in range(len(word) + 1)]
+    assert counts == sorted(counts)
+
+
+GERMAN_CHAT = """Die nächtliche Rechnungsabstimmung ist gestern wieder an der Kontenanreicherung gescheitert.
+Woran lag es diesmal? Wieder an den unvollständigen Stammdaten der Lieferantenkonten?
+Ja, die Wechselkursschnittstelle hat nach zwanzig Sekunden eine Zeitüberschreitung gemeldet.
+Dann sollten wir einen zwischengespeicherten Kursabzug je Buchungsdatum verwenden.
+Einverstanden. Die Fachabteilung möchte außerdem eine Benachrichtigung, wenn der Lauf fehlschlägt.
+Ich richte die Überwachung ein und dokumentiere die Wiederanlaufprozedur im Betriebshandbuch."""
+
+CHINESE_CHAT = """昨晚的对账任务又失败了，原因是汇率服务超时。
+我们可以按记账日期缓存一份汇率快照，这样重跑时就不依赖外部服务。
+财务部门还希望任务失败时能自动发送通知给值班同事。
+好的，我会配置监控，并在运维手册里记录重启步骤。
+另外，供应商主数据不完整的问题也需要尽快修复。
+下周一之前请把修复方案和测试结果发给我审阅。"""
+
+
+@pytest.mark.parametrize("language", ["english", "german", "chinese"])
+@pytest.mark.parametrize("budget", [150, 400])
+def test_the_default_card_fits_a_models_budget_and_fills_it_on_english_chat(language: str, budget: int) -> None:
+    """With the default estimate a card never exceeds its budget in a real tokenizer's tokens on
+    German compounds or Chinese (a user's prompt would overflow), and on English chat it uses
+    at least 87 % of the budget (it used about 90 % with the old long-word rule at
+    these sizes and less on longer cards)."""
+    text = {"english": ENGLISH_CHAT, "german": GERMAN_CHAT, "chinese": CHINESE_CHAT}[language]
+    lines = [line for line in text.splitlines() if line.strip()]
+    cfg: dict[str, Any] = {"extract_memories": False, "enable_context_summary": False}
+    with AgentMemory("memory://", embedder=HashingEmbedder(), memory_extraction_config=cfg) as memory:
+        thread = memory.create_thread("t", user_id="u")
+        for rnd in range(4):  # enough text that the budget, not the thread, limits the card
+            thread.add_messages([{"role": "user" if i % 2 == 0 else "assistant", "name": "Priya" if i % 2 == 0 else "Jonas",
+                                  "content": f"{line} ({rnd})"} for i, line in enumerate(lines)])
+        thread.add_messages([{"role": "user", "content": lines[0][:40]}])
+        card = thread.get_context_card(token_budget=budget)
+        cl100k = EncodingCounter("cl100k_base").count(card.content)
+        assert card.tokens <= budget and cl100k <= budget, f"{language}: {card.tokens} estimated, {cl100k} cl100k > {budget}"
+        if language == "english":
+            assert cl100k >= 0.87 * budget, f"{cl100k} cl100k tokens of {budget}"

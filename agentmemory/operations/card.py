@@ -110,12 +110,16 @@ def _offline_topics_op(ctx: MemoryContext, scope: ThreadScope, derived: Sequence
 
 
 def _ranked_op(
-    ctx: MemoryContext, queries: Sequence[str], weights: Sequence[float], vectors: Any, groups: Sequence[RecordFilter], k: int
+    ctx: MemoryContext, queries: Sequence[str], weights: Sequence[float], vectors: Any, groups: Sequence[RecordFilter], k: int,
+    exclude: frozenset[str] = frozenset(),
 ) -> Op[list[Hit]]:
     """One ranking over every group (e.g. the user's memories and this thread's messages): per
     query, the groups' vector hits merged by distance and their keyword hits merged by BM25 score,
     then all fused by normalised score (``search.fuse_scores``, queries weighted), with
-    each message raised by the passage around it as search raises it (``context_boost``)."""
+    each message raised by the passage around it as search raises it (``context_boost``).
+    Records in ``exclude`` (the question the card answers) are left out before fusing: the
+    question matches itself best, and ranked with the rest it would set the scale of every other
+    score and lift the turns just before it through their context window."""
     store = ctx.store
     keyword = Capability.KEYWORD_SEARCH in store.capabilities()
     rankings: list[tuple[float, list[Hit]]] = []
@@ -123,9 +127,12 @@ def _ranked_op(
         vec: list[Hit] = []
         kw: list[Hit] = []
         for flt in groups:
-            vec += yield Call(store, "vector_search", (vectors[i], flt, k))
+            vec += yield Call(store, "vector_search", (vectors[i], flt, k + len(exclude)))
             if keyword and text.strip():
-                kw += yield Call(store, "keyword_search", (text, flt, k))
+                kw += yield Call(store, "keyword_search", (text, flt, k + len(exclude)))
+        if exclude:
+            vec = [h for h in vec if h.record.record_id not in exclude]
+            kw = [h for h in kw if h.record.record_id not in exclude]
         vec.sort(key=lambda h: (float(h.distance or 0.0), h.record.record_id))
         kw.sort(key=lambda h: (-float(h.score or 0.0), h.record.record_id))
         if kw:
@@ -139,7 +146,7 @@ def _ranked_op(
 
 def _typed_search_op(
     ctx: MemoryContext, scope: ThreadScope, queries: Sequence[str], weights: Sequence[float], vectors: Any, types: frozenset[RecordType], base: RecordFilter,
-    message_max_seq: int | None, k: int,
+    message_max_seq: int | None, k: int, exclude: frozenset[str] = frozenset(),
 ) -> Op[list[Hit]]:
     """Search memory-like/profile types in the user/agent scope and messages in this thread
     (below ``message_max_seq``) as one ranking, then apply the rerank plugins."""
@@ -151,7 +158,7 @@ def _typed_search_op(
         groups.append(replace(base, record_types=MESSAGE_TYPES, thread_id=scope.thread_id, max_seq=message_max_seq))
     if not groups:
         return []
-    hits = yield from _ranked_op(ctx, queries, weights, vectors, groups, k)
+    hits = yield from _ranked_op(ctx, queries, weights, vectors, groups, k, exclude)
     results = [SearchResult(record=h.record, distance=h.distance, score=float(h.score or 0.0), formatted_content="") for h in hits]
     query = queries[0] if queries else ""
     for rerank in ctx.rerankers:
@@ -404,12 +411,15 @@ def context_card_op(
         shown = (window[-tail_n:] if tail_n else []) + recent_msgs
         message_max_seq = min((m.seq for m in shown), default=None)
         vectors = yield from embed_op(ctx.embedder, queries, is_query=True)
+        asked = frozenset(skip)  # the question is the query: ranked, it would lift its own neighbours
         spare = 1 + int(fallback_message_count)  # hits that ``usable`` may drop: the question, quoted messages
         per_type = [
-            _typed_search_op(ctx, scope, queries, weights, vectors, frozenset({t}), base, message_max_seq, max(n, 1) + spare)
+            _typed_search_op(ctx, scope, queries, weights, vectors, frozenset({t}), base, message_max_seq, max(n, 1) + spare, asked)
             for t, n in mins.items() if n > 0
         ]
-        all_types = _typed_search_op(ctx, scope, queries, weights, vectors, CARD_TYPES | {RecordType.USER}, base, message_max_seq, limit + spare)
+        all_types = _typed_search_op(
+            ctx, scope, queries, weights, vectors, CARD_TYPES | {RecordType.USER}, base, message_max_seq, limit + spare, asked,
+        )
         concurrency = scope.card_concurrency
         results: list[list[Hit]] = yield Gather(tuple([*per_type, all_types]), limit=concurrency)
         # a reserved slot goes to the best record of its type that the card does not already show
