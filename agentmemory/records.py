@@ -6,7 +6,7 @@ Records are immutable pydantic models shared by the core, the SPI and every back
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import date, datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -181,26 +181,28 @@ class SearchResult(BaseModel):
 
     @classmethod
     def rendered_on_read(
-        cls, record: Record, distance: float | None, score: float, linked_results: tuple[LinkedResult, ...] = ()
+        cls, record: Record, distance: float | None, score: float, linked_results: tuple[LinkedResult, ...],
+        render: Callable[[Record, tuple[LinkedResult, ...]], str],
     ) -> SearchResult:
-        """A result whose ``formatted_content`` is ``format_record(record, linked_results)``,
-        rendered on first read. Validated as the constructor validates; equal to the result
-        built with that text given."""
+        """A result whose ``formatted_content`` is ``render(record, linked_results)``, rendered
+        on first read. Validated as the constructor validates; equal to the result built with
+        that text given. (The renderer is passed in: the record model sits below formatting.)"""
         result = cls(record=record, distance=distance, score=score, formatted_content="", linked_results=linked_results)
-        del result.__dict__["formatted_content"]
+        fields = result.__dict__
+        del fields["formatted_content"]
+        fields[_RENDER_LATER] = render  # not a field: pydantic's ==, repr and dict() skip it
         return result
 
     def _rendered(self) -> str:
         """``formatted_content``, rendering it now if it was left for later."""
-        text = self.__dict__.get("formatted_content")
-        if text is None:
-            from .formatting import format_record  # formatting imports this module
-
-            text = format_record(self.record, self.linked_results)
-            fields = self.__dict__
-            ordered = {name: text if name == "formatted_content" else fields[name] for name in type(self).model_fields}
-            fields.clear()  # in field order, as the constructor leaves them (repr, dict(), pickling)
-            fields.update(ordered)
+        fields = self.__dict__
+        render = fields.pop(_RENDER_LATER, None)
+        if render is None:
+            return str(fields["formatted_content"])
+        text = render(self.record, self.linked_results)
+        ordered = {name: text if name == "formatted_content" else fields[name] for name in type(self).model_fields}
+        fields.clear()  # in field order, as the constructor leaves them (repr, dict(), pickling)
+        fields.update(ordered)
         return str(text)
 
     if not TYPE_CHECKING:  # mypy keeps checking attribute names on results
@@ -221,7 +223,6 @@ class SearchResult(BaseModel):
             self._rendered()
             other._rendered()
         return super().__eq__(other)
-
 
     def __iter__(self) -> Any:
         self._rendered()
@@ -248,6 +249,10 @@ class SearchResult(BaseModel):
     def record_type(self) -> RecordType:
         """The record's type."""
         return self.record.record_type
+
+
+_RENDER_LATER = "_render_later"
+"""The ``__dict__`` key of a ``SearchResult``'s pending renderer (``rendered_on_read``)."""
 
 
 class ThreadInfo(BaseModel):

@@ -37,12 +37,13 @@ def eager(root, linked) -> SearchResult:
 
 
 def lazy(root, linked) -> SearchResult:
-    return SearchResult.rendered_on_read(root, 0.25, 0.75, linked)
+    return SearchResult.rendered_on_read(root, 0.25, 0.75, linked, format_record)
 
 
 def test_the_text_read_is_what_rendering_up_front_gave(parts):
     result = lazy(*parts)
     assert "formatted_content" not in result.__dict__  # nothing rendered until read
+    assert result.model_fields_set == set(SearchResult.model_fields)
     assert result.formatted_content == format_record(*parts)
     assert "&lt;b&gt;like&lt;/b&gt; tea &amp; cake" in result.formatted_content
     assert "<linked_records>" in result.formatted_content
@@ -95,9 +96,9 @@ def test_validated_like_the_constructor(parts):
     import numpy as np
     from pydantic import ValidationError
 
-    result = SearchResult.rendered_on_read(parts[0], np.float32(0.5), np.float64(0.5))
+    result = SearchResult.rendered_on_read(parts[0], np.float32(0.5), np.float64(0.5), (), format_record)
     assert type(result.distance) is float and type(result.score) is float
     with pytest.raises(ValidationError):
-        SearchResult.rendered_on_read(parts[0], None, "not a score")  # type: ignore[arg-type]
+        SearchResult.rendered_on_read(parts[0], None, "not a score", (), format_record)  # type: ignore[arg-type]
     with pytest.raises(AttributeError):
         lazy(*parts).no_such_attribute  # noqa: B018 - the attribute access is the test

@@ -15,6 +15,7 @@ from ..embedders import Embedder
 from ..embedders.base import embed_op
 from ..errors import InvalidArgument
 from ..filters import validate_metadata_filter
+from ..formatting import format_record
 from ..index_text import speaker_name
 from ..records import MEMORY_TYPES, SEARCHABLE_TYPES, Link, LinkedResult, Record, RecordStatus, RecordType, SearchResult
 from ..rerankers import Reranker
@@ -213,7 +214,7 @@ def final_result(record: Record, distance: float | None, score: float, linked: t
     """A result as returned: its linked results attached; its formatted content
     (``format_record(record, linked)``) is rendered when first read (``rendered_on_read``):
     rendering ten results cost a plain search about half as much as its store call."""
-    return SearchResult.rendered_on_read(record, distance, score, linked)
+    return SearchResult.rendered_on_read(record, distance, score, linked, format_record)
 
 
 def hit_score(hit: Hit) -> float:
