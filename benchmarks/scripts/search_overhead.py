@@ -11,15 +11,15 @@ measurement, not a test.
 users), then the framework suite's user: one conversation of 4 sessions x 25 turn pairs through
 ``AgentMemory`` (rule-based extraction on, the hashing embedder behind the bench's caching
 wrapper), ``settle()``, ``close()``. ``measure`` (run it once per checkout, with
-``PYTHONPATH=CHECKOUT:CHECKOUT/backends/duckdb:CHECKOUT/backends/hnswlib``, to compare commits on
-the same built store): reopens the store, then times, round robin so a busy machine weighs on
-every row alike, the rows below with the query vectors already embedded (the bench's caching
-embedder: what is left is a dict lookup):
+``PYTHONPATH=CHECKOUT:CHECKOUT/backends/duckdb:CHECKOUT/backends/hnswlib`` from a directory
+outside any checkout, to compare commits on the same built store): reopens the store, then times, round robin (in a shuffled order each
+round) so a busy machine weighs on every row alike, the rows below with the query vectors
+already embedded (the bench's caching embedder: what is left is a dict lookup):
 
 - ``SPI vector_search (bench filter)``: ``store.vector_search(v, RecordFilter(user_id=user), 10)``,
   the bench's floor row;
 - ``SPI vector_search (search's filter)``: the same call with the filter ``client.search`` builds
-  (user scope, searchable types, alive now);
+  (user scope, searchable types, alive now), built per call (``build_search`` is in this row);
 - ``client.search vector`` / ``thread.search vector`` / ``client.search hybrid`` (10 results);
 - ``thread.get_context_card()`` and ``SPI floor x5`` (the store calls a card makes are ~5 searches).
 
@@ -34,6 +34,7 @@ import cProfile
 import gc
 import io
 import pstats
+import random
 import statistics
 import sys
 import time
@@ -137,8 +138,12 @@ def measure(args: argparse.Namespace) -> None:
             fn(i % len(questions))
     times: dict[str, list[float]] = {name: [] for name in rows}
     gc.collect()
+    rng = random.Random(0)
+    names = list(rows)
     for i in range(args.rounds):
-        for name, fn in rows.items():
+        rng.shuffle(names)  # no row always follows the same one (the one before warms the caches)
+        for name in names:
+            fn = rows[name]
             q = i % len(questions)
             t0 = time.perf_counter()
             fn(q)
