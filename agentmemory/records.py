@@ -187,6 +187,17 @@ class SearchResult(BaseModel):
         """A result whose ``formatted_content`` is ``render(record, linked_results)``, rendered
         on first read. Validated as the constructor validates; equal to the result built with
         that text given. (The renderer is passed in: the record model sits below formatting.)"""
+        if (type(record) is Record and type(score) is float and (distance is None or type(distance) is float)
+                and linked_results == () and cls is SearchResult):
+            # a search's plain hit: values validation would pass through unchanged, set as
+            # ``model_construct`` sets them (the validating constructor cost twice as much)
+            result = _new_object(cls)
+            _set_attribute(result, "__dict__", {"record": record, "distance": distance, "score": score,
+                                                "linked_results": (), _RENDER_LATER: render})
+            _set_attribute(result, "__pydantic_fields_set__", set(_RESULT_FIELDS))
+            _set_attribute(result, "__pydantic_extra__", None)
+            _set_attribute(result, "__pydantic_private__", None)
+            return result
         result = cls(record=record, distance=distance, score=score, formatted_content="", linked_results=linked_results)
         fields = result.__dict__
         del fields["formatted_content"]
@@ -253,6 +264,9 @@ class SearchResult(BaseModel):
 
 _RENDER_LATER = "_render_later"
 """The ``__dict__`` key of a ``SearchResult``'s pending renderer (``rendered_on_read``)."""
+_RESULT_FIELDS = frozenset(SearchResult.model_fields)
+_new_object = object.__new__
+_set_attribute = object.__setattr__
 
 
 class ThreadInfo(BaseModel):

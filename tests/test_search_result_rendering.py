@@ -21,13 +21,15 @@ def record(rid: str, content: str, rtype: RecordType = RecordType.MESSAGE, **kw)
     return Record(record_id=rid, record_type=rtype, content=content, timestamp=NOW, created_at=NOW, **kw)
 
 
-@pytest.fixture
-def parts():
+@pytest.fixture(params=["linked", "plain"])
+def parts(request):
+    """A result with a linked record (built through the validating constructor), and a plain
+    hit (built without it: its values are already what validation returns)."""
     root = record("m1", "I <b>like</b> tea & cake", RecordType.MEMORY, role="user", metadata={"name": "Ann"})
     other = record("m2", "tea, green", RecordType.FACT)
     link = Link(link_id="l1", source_id="m2", target_id="m1", link_type=LinkType.SUPPORTS, created_at=NOW)
     linked = (LinkedResult(relation=link.relation_from("m1"), link=link, depth=1, record=other),)
-    return root, linked
+    return root, linked if request.param == "linked" else ()
 
 
 def eager(root, linked) -> SearchResult:
@@ -46,7 +48,7 @@ def test_the_text_read_is_what_rendering_up_front_gave(parts):
     assert result.model_fields_set == set(SearchResult.model_fields)
     assert result.formatted_content == format_record(*parts)
     assert "&lt;b&gt;like&lt;/b&gt; tea &amp; cake" in result.formatted_content
-    assert "<linked_records>" in result.formatted_content
+    assert ("<linked_records>" in result.formatted_content) == bool(parts[1])
     assert result.formatted_content is result.formatted_content  # rendered once
 
 
@@ -62,6 +64,8 @@ def test_the_text_read_is_what_rendering_up_front_gave(parts):
     pytest.param(lambda r: copy.deepcopy(r).formatted_content, id="deepcopy"),
     pytest.param(lambda r: copy.copy(r).formatted_content, id="copy"),
     pytest.param(lambda r: r.model_fields_set, id="fields_set"),
+    pytest.param(lambda r: (r.__pydantic_extra__, r.__pydantic_private__), id="pydantic_state"),
+    pytest.param(lambda r: (type(r.distance), type(r.score), type(r.linked_results)), id="types"),
     pytest.param(lambda r: CardParts(relevant=(r,)).model_dump_json(), id="nested"),
     pytest.param(lambda r: SearchResult.model_validate(r.model_dump()).formatted_content, id="round_trip"),
 ])
@@ -98,6 +102,8 @@ def test_validated_like_the_constructor(parts):
 
     result = SearchResult.rendered_on_read(parts[0], np.float32(0.5), np.float64(0.5), (), format_record)
     assert type(result.distance) is float and type(result.score) is float
+    result = SearchResult.rendered_on_read(parts[0], 1, 0, [], format_record)  # type: ignore[arg-type]
+    assert type(result.distance) is float and type(result.score) is float and result.linked_results == ()
     with pytest.raises(ValidationError):
         SearchResult.rendered_on_read(parts[0], None, "not a score", (), format_record)  # type: ignore[arg-type]
     with pytest.raises(AttributeError):

@@ -47,11 +47,15 @@ class Embedder(ABC):
         """``raw`` checked (``checked_embeddings``) and L2-normalised: what ``embed`` returns;
         native-async embedders call it from their ``aembed``."""
         out = checked_embeddings(self, count, raw, rows_checked=False)
-        with np.errstate(over="ignore", invalid="ignore"):
-            # what np.linalg.norm(out, axis=1, keepdims=True) computes, bit for bit, without its
-            # dispatch (a search embeds one query: the per-call overhead is the cost)
-            squares = np.add.reduce(out * out, axis=1, keepdims=True)
-        if count and 0.0 < float(squares.min()) and float(squares.max()) < math.inf:
+        # what np.linalg.norm(out, axis=1, keepdims=True) computes, bit for bit, without its
+        # dispatch (a search embeds one query: the per-call overhead is the cost); an overflow
+        # warns here as it warned there
+        squares = np.add.reduce(out * out, axis=1, keepdims=True)
+        if count == 1:  # a search's query: one value, no reductions
+            low = high = float(squares[0, 0])
+        else:
+            low, high = (float(squares.min()), float(squares.max())) if count else (0.0, 0.0)
+        if 0.0 < low and high < math.inf:
             # a finite positive sum of squares proves every row finite and not all zeros: what
             # ``bad_vector_row`` asks, in the reduction the norm needs anyway
             return out / np.sqrt(squares)
