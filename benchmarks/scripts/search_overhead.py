@@ -24,7 +24,9 @@ already embedded (the bench's caching embedder: what is left is a dict lookup):
 - ``thread.get_context_card()`` and ``SPI floor x5`` (the store calls a card makes are ~5 searches).
 
 Prints p50s in ms and each row's ratio to the bench floor. ``--profile ROW`` prints a cProfile of
-that row instead (top functions by own time).
+that row instead (top functions by own time). ``--pairs N`` times ``client.search`` and the floor
+alternated call by call instead (N pairs after 500 of warm-up), with the store call inside each
+search timed apart.
 """
 
 from __future__ import annotations
@@ -118,6 +120,9 @@ def measure(args: argparse.Namespace) -> None:
         "card": lambda i: thread.get_context_card(),
         "SPI floor x5": lambda i: [store.vector_search(vectors[(i + j) % len(vectors)], bench_flt, 10) for j in range(5)],
     }
+    if args.pairs:
+        pairs(client, store, questions, vectors, bench_flt, args.pairs)
+        return
     if args.profile:
         name = {"vector": "thread.search vector", "card": "card", "hybrid": "client.search hybrid", "client": "client.search vector"}[args.profile]
         fn = rows[name]
@@ -156,6 +161,39 @@ def measure(args: argparse.Namespace) -> None:
     client.close()
 
 
+def pairs(client: Any, store: Any, questions: list[str], vectors: Any, flt: Any, count: int) -> None:
+    """``client.search`` (vector) and the floor alternated call by call, with the store call
+    inside each search timed apart: what the search adds, on the same caches as the floor."""
+    inner: list[float] = []
+    plain = store.vector_search
+
+    def timed(*a: Any, **k: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return plain(*a, **k)
+        finally:
+            inner.append(time.perf_counter() - start)
+
+    store.vector_search = timed
+    total, floor = [], []
+    for i in range(count + 500):
+        q = i % len(questions)
+        t0 = time.perf_counter()
+        client.search(questions[q], user_id=USER, strategy="vector")
+        t1 = time.perf_counter()
+        plain(vectors[q], flt, 10)
+        t2 = time.perf_counter()
+        total.append(t1 - t0)
+        floor.append(t2 - t1)
+    store.vector_search = plain
+    total, floor, inner = total[500:], floor[500:], inner[500:]  # the first 500: warm-up
+    rest = [t - s for t, s in zip(total, inner)]
+    p50 = statistics.median
+    print(f"pairs x{count}: client.search vector {p50(total) * 1e6:.1f} us, its store call {p50(inner) * 1e6:.1f}, "
+          f"the rest {p50(rest) * 1e6:.1f}; floor {p50(floor) * 1e6:.1f} us; search / floor {p50(total) / p50(floor):.2f}x")
+    client.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("mode", choices=("build", "measure"))
@@ -165,6 +203,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=200)
     ap.add_argument("--profile", choices=("vector", "card", "hybrid", "client"))
     ap.add_argument("--sort", default="tottime")
+    ap.add_argument("--pairs", type=int, default=0, help="time client.search and the floor alternated, N pairs")
     args = ap.parse_args()
     build(args) if args.mode == "build" else measure(args)
 
