@@ -158,3 +158,29 @@ def test_a_reserved_slot_goes_to_a_record_the_card_does_not_already_show() -> No
     assert "Order 7421 arrived damaged. I need a return." not in shown
     assert card.content.count("arrived damaged") == 1
     client.close()
+
+
+def test_under_a_hard_budget_offline_topics_take_only_the_room_the_results_leave(monkeypatch: Any) -> None:
+    """Offline topics (frequent words) are not what the question asks for: under a hard budget the
+    card holds the same results as a card without topics, and any topic it shows fits the room
+    they leave."""
+    import agentmemory.operations.card as card_ops
+
+    client = AgentMemory(store=InMemoryStore(), embedder=HashingEmbedder(64))
+    thread = client.create_thread(thread_id="t", user_id="u", extract_memories=False, enable_context_summary=False)
+    words = ["glacier", "orchard", "lantern", "compass"]
+    thread.add_messages([{"role": "user", "content": f"The {words[i % 4]} walk on day {i} was long, the {words[(i + 1) % 4]} too."}
+                         for i in range(30)])
+    thread.add_messages([{"role": "user", "content": f"The ferry left late on day {i}."} for i in range(30, 40)])
+    thread.add_messages([{"role": "user", "content": "When did the ferry leave late?"}])
+    assert thread.get_context_card().topics  # without a budget the offline topics are shown
+    for budget in (120, 250, 400):
+        card = thread.get_context_card(token_budget=budget)
+        with monkeypatch.context() as m:
+            m.setattr(card_ops, "topics_not_named", lambda parts: ())
+            m.setattr(card_ops, "keyword_topics", lambda texts, n=5: [])
+            bare = thread.get_context_card(token_budget=budget)
+        assert bare.topics == ()
+        assert [r.record.record_id for r in card.relevant] == [r.record.record_id for r in bare.relevant]
+        assert card.tokens <= budget
+    client.close()

@@ -218,6 +218,16 @@ def topics_not_named(parts: CardParts) -> tuple[str, ...]:
     return tuple(t for t in parts.topics if not re.search(rf"(?<!\w){re.escape(_normalised(t))}(?!\w)", named))
 
 
+def leftover_topics(renderer: Any, parts: CardParts, topics: Sequence[str], budget: int, counter: TokenCounter) -> CardParts:
+    """``parts`` with as many of ``topics`` (in order) as the hard ``budget`` still has room for."""
+    kept: list[str] = []
+    for topic in topics:
+        trial = parts.model_copy(update={"topics": (*kept, topic)})
+        if counter.count(renderer(trial)) <= budget:
+            kept.append(topic)
+    return parts.model_copy(update={"topics": tuple(kept)})
+
+
 def _within_transcript(renderer: Any, parts: CardParts, transcript: int, counter: TokenCounter) -> CardParts:
     """``parts`` without the topics when the card is larger than the ``transcript`` it replaces:
     on a short thread they only restate it. The offline summary stays: it quotes only messages
@@ -449,10 +459,17 @@ def context_card_op(
     if offline and summary_text:
         summary_text = offline_card_summary(derived[-int(fallback_message_count):], candidates, recent_msgs, counter)
     parts = CardParts(topics=tuple(topics[:8]), summary=summary_text, recent_messages=tuple(recent_msgs))
-    parts = fit_card(renderer, parts, candidates, budget, soft, transcript, counter)
-    unnamed = topics_not_named(parts) if budget is not None or soft is not None else parts.topics
-    if unnamed != parts.topics:  # under a budget, what those topics held goes to more results
-        parts = fit_card(renderer, parts.model_copy(update={"topics": unnamed, "relevant": ()}), candidates, budget, soft, transcript, counter)
+    if budget is not None and not summary.topics and candidates:
+        # offline topics (frequent words, memories' entities) under a hard budget: the results
+        # the question ranks go first, and the topics the card does not already name take only
+        # the room they leave
+        parts = fit_card(renderer, parts.model_copy(update={"topics": ()}), candidates, budget, soft, transcript, counter)
+        parts = leftover_topics(renderer, parts, topics_not_named(parts.model_copy(update={"topics": tuple(topics[:8])})), budget, counter)
+    else:
+        parts = fit_card(renderer, parts, candidates, budget, soft, transcript, counter)
+        unnamed = topics_not_named(parts) if budget is not None or soft is not None else parts.topics
+        if unnamed != parts.topics:  # under a budget, what those topics held goes to more results
+            parts = fit_card(renderer, parts.model_copy(update={"topics": unnamed, "relevant": ()}), candidates, budget, soft, transcript, counter)
     if offline and transcript is not None:  # topics never make a short thread's card outgrow it
         parts = _within_transcript(renderer, parts, transcript, counter)
     content = renderer(parts)
