@@ -207,14 +207,16 @@ class SearchResult(BaseModel):
     def _rendered(self) -> str:
         """``formatted_content``, rendering it now if it was left for later."""
         fields = self.__dict__
-        render = fields.pop(_RENDER_LATER, None)
+        render = fields.get(_RENDER_LATER)
         if render is None:
             return str(fields["formatted_content"])
-        text = render(self.record, self.linked_results)
-        ordered = {name: text if name == "formatted_content" else fields[name] for name in type(self).model_fields}
-        fields.clear()  # in field order, as the constructor leaves them (repr, dict(), pickling)
-        fields.update(ordered)
-        return str(text)
+        text = str(render(self.record, self.linked_results))
+        # a new dict in field order, as the constructor leaves it (repr, dict(), pickling), put
+        # in place in one step: a thread reading this result meanwhile sees the old dict or the
+        # new one, never a half-built one (at worst it renders the same text again)
+        _set_attribute(self, "__dict__", {name: text if name == "formatted_content" else fields[name]
+                                          for name in type(self).model_fields})
+        return text
 
     if not TYPE_CHECKING:  # mypy keeps checking attribute names on results
 

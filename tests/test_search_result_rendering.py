@@ -108,3 +108,29 @@ def test_validated_like_the_constructor(parts):
         SearchResult.rendered_on_read(parts[0], None, "not a score", (), format_record)  # type: ignore[arg-type]
     with pytest.raises(AttributeError):
         lazy(*parts).no_such_attribute  # noqa: B018 - the attribute access is the test
+
+
+def test_threads_reading_one_result_at_once_see_whole_results(parts):
+    """Rendering swaps the fields in one step: no thread sees a result without its record or
+    text, and all of them read the same text."""
+    import threading
+
+    want = format_record(*parts)
+    for _ in range(50):
+        result = lazy(*parts)
+        seen: list[object] = []
+        start = threading.Barrier(8)
+
+        def read(result=result, seen=seen, start=start) -> None:
+            start.wait()
+            try:
+                seen.append((result.formatted_content, result.record.record_id, result.model_dump()["formatted_content"]))
+            except Exception as exc:  # noqa: BLE001 - collected and asserted below
+                seen.append(exc)
+
+        threads = [threading.Thread(target=read) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert seen == [(want, "m1", want)] * 8
