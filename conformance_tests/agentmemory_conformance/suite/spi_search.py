@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from agentmemory.bulk import RecordColumns
 from agentmemory.errors import CapabilityNotSupported, InvalidArgument
 from agentmemory.records import RecordStatus, RecordType
 from agentmemory.spi import Capability, MemoryStore, RecordFilter, RecordPatch, WriteBatch
@@ -16,6 +17,7 @@ from ..support import (
     E2,
     E3,
     E4,
+    T0,
     Api,
     assert_hits_ordered,
     assert_reads_agree,
@@ -172,6 +174,46 @@ class VectorSearchTests:
         if keyword:
             assert api.keyword_search("apple", RecordFilter(user_id="other"), k=3) == []
         assert_vector_ids(store, api.vector_search(E3, k=3), ["a"])
+
+    @clause("spi.vector-search", "spi.bulk_add", "7.scope")
+    def test_scoped_searches_between_writes_of_every_kind(self, api: Api, store: MemoryStore) -> None:
+        """A search scoped by user and record type, repeated between writes of every kind
+        (``bulk_add``, a write of another type, a patch, a delete), always sees the scope as it
+        is now, whichever path made the last change.
+
+        Troubleshooting: a store that keeps a scope's rows between searches must drop or
+        refresh it after *every* write path that can touch that scope (``bulk_add`` included),
+        not only after the ones that say which record types they touched.
+        """
+        ref = reference_twin(store)
+        facts = RecordFilter(user_id="u", record_types=frozenset({RecordType.FACT}))
+        messages = RecordFilter(user_id="u", record_types=frozenset({RecordType.MESSAGE}))
+        probe = vec(1, 0.2)
+        write_both(api, ref, WriteBatch(add=[
+            new(rec("f1", user="u", type=RecordType.FACT, content="first fact"), vec(1, 1)),
+            new(rec("m1", user="u", type=RecordType.MESSAGE, content="first message"), E2),
+        ]))
+
+        def agree(step: str) -> None:
+            for flt in (facts, messages):
+                assert_reads_agree(api, ref, flt, vector=probe, what=f"after {step}")
+
+        agree("the first write")
+        columns = RecordColumns(record_id=["f2", "f3"], content=["bulk fact two", "bulk fact three"],
+                                record_type=RecordType.FACT, timestamp=T0, user_id="u",
+                                vectors=np.array([[1, 0.1, 0, 0], [0, 1, 1, 0]], dtype=np.float32)[:, :DIM])
+        assert api.bulk_add(columns) == 2
+        ref.bulk_add(columns)
+        # no read in between: the next write of another type must not bring back the scope
+        # as it was before the bulk_add
+        write_both(api, ref, WriteBatch(add=[new(rec("m2", user="u", type=RecordType.MESSAGE, content="second message"), E3)]))
+        agree("a bulk_add of facts, then a write of a message")
+        write_both(api, ref, WriteBatch(patch=[RecordPatch("f1", vector=vec(1, 0.25))]))
+        write_both(api, ref, WriteBatch(add=[new(rec("m3", user="u", type=RecordType.MESSAGE, content="third message"), E1)]))
+        agree("a patch of a fact's vector, then a write of a message")
+        write_both(api, ref, WriteBatch(delete=["f2"]))
+        write_both(api, ref, WriteBatch(delete=["m1"]))
+        agree("a delete of a fact, then a delete of a message")
 
 
 KEYWORD_DOCS = {
