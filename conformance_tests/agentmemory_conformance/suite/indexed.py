@@ -533,6 +533,17 @@ class IndexTierTests:
         _settle(apis[1], data.rows, "after the changes")
         apis.reverse()
         compare(True, 2)
+        # exactly one change after the build, a patch that takes a top hit's vector away (then
+        # one that gives it a new one): a store that does not count such a patch as a change
+        # lets the built index answer alone, which still returns the record at its old place
+        [top] = ref.vector_search(vectors[1], RecordFilter(), 1)
+        rid = top.record.record_id
+        for step, vector in (("removed", None), ("given back elsewhere", data.queries[0])):
+            batch = WriteBatch(patch=[RecordPatch(rid, vector=vector)])
+            apis[0].write(batch)
+            ref.write(batch)
+            compare_vector_search(apis, ref, [vectors[1], data.queries[0]], {"all": RecordFilter()}, per_filter=1)
+            _settle(apis[1], data.rows, f"after the vector was {step}")
         if Capability.PERSISTENCE in store.capabilities():
             # exactly one change after the build, then a reopen: the store must still know that
             # its index is one change behind (a counter restored off by one would call it clean)
