@@ -288,6 +288,15 @@ class SearchPathTests:
             assert status.get("keyword") is True, f"settle() [{api.mode}] after one change past the keyword threshold returned {status!r}"
         assert_same(api.keyword_search("apple cherry", k=10), ref.keyword_search("apple cherry", RecordFilter(), 10), seq=False,
                     what=f"keyword_search('apple cherry') [{api.mode}] after one change and settle")
+        # one more record after that second build: the pending record is scored with the live
+        # corpus or with *this* build's statistics, never with those of the build before it
+        built = _BuildStats(ref)
+        write_both(api, ref, WriteBatch(add=[new(rec("new-after", content="apple quokka", user="u1", thread="t1"),
+                                                 rng.normal(size=DIM).astype(np.float32))]))
+        for name in ("all", "user u1 thread t1"):
+            self._check_before_settle(api.keyword_search("apple", filters[name], 10_000),
+                                      ref.keyword_search("apple", filters[name], 10_000), built, "apple",
+                                      f"keyword_search('apple', {name}) [{api.mode}] one record after a second build")
 
     @staticmethod
     def _check_before_settle(got: list[Hit], want: list[Hit], built: _BuildStats, text: str, where: str) -> None:
