@@ -184,3 +184,24 @@ def test_under_a_hard_budget_offline_topics_take_only_the_room_the_results_leave
         assert [r.record.record_id for r in card.relevant] == [r.record.record_id for r in bare.relevant]
         assert card.tokens <= budget
     client.close()
+
+
+def test_under_a_budget_the_offline_summary_takes_only_the_room_the_results_leave(monkeypatch: Any) -> None:
+    """The offline summary quotes recent messages that ranked below the results shown (here the
+    question being asked, the card's query): under a budget it never costs a result, only fills
+    the room they leave, and without a budget it is shown as before."""
+    import agentmemory.operations.card as card_ops
+
+    client = AgentMemory(store=InMemoryStore(), embedder=HashingEmbedder(64))
+    thread = client.create_thread(thread_id="t", user_id="u", extract_memories=False, enable_context_summary=False)
+    thread.add_messages([{"role": "user", "content": f"The ferry left late on day {i}, after the storm had passed the cape."} for i in range(40)])
+    thread.add_messages([{"role": "user", "content": "Which days did the ferry leave late after a storm?"}])
+    assert "Which days" in thread.get_context_card().summary
+    for budget in (100, 200, 400):
+        card = thread.get_context_card(token_budget=budget)
+        with monkeypatch.context() as m:
+            m.setattr(card_ops, "offline_card_summary", lambda *args: "")
+            bare = thread.get_context_card(token_budget=budget)
+        assert bare.summary == "" and card.tokens <= budget
+        assert [r.record.record_id for r in card.relevant] == [r.record.record_id for r in bare.relevant]
+    client.close()

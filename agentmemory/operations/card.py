@@ -218,6 +218,20 @@ def topics_not_named(parts: CardParts) -> tuple[str, ...]:
     return tuple(t for t in parts.topics if not re.search(rf"(?<!\w){re.escape(_normalised(t))}(?!\w)", named))
 
 
+def leftover_summary(renderer: Any, parts: CardParts, summary: str, budget: int, counter: TokenCounter) -> CardParts:
+    """``parts`` with ``summary`` cut to the room ``budget`` leaves (none when under 9 tokens fit)."""
+    keep = counter.count(summary)
+    for _ in range(5):  # the summary's tokens add up to the card's almost exactly: a try or two
+        trial = parts.model_copy(update={"summary": summary if keep >= counter.count(summary) else counter.truncate(summary, keep)})
+        over = counter.count(renderer(trial)) - budget
+        if over <= 0:
+            return trial
+        keep -= over
+        if keep <= 8:
+            break
+    return parts
+
+
 def leftover_topics(renderer: Any, parts: CardParts, topics: Sequence[str], budget: int, counter: TokenCounter) -> CardParts:
     """``parts`` with as many of ``topics`` (in order) as the hard ``budget`` still has room for."""
     kept: list[str] = []
@@ -459,12 +473,18 @@ def context_card_op(
     if offline and summary_text:
         summary_text = offline_card_summary(derived[-int(fallback_message_count):], candidates, recent_msgs, counter)
     parts = CardParts(topics=tuple(topics[:8]), summary=summary_text, recent_messages=tuple(recent_msgs))
-    if budget is not None and not summary.topics and candidates:
-        # offline topics (frequent words, memories' entities) under a hard budget: the results
-        # the question ranks go first, and the topics the card does not already name take only
-        # the room they leave
-        parts = fit_card(renderer, parts.model_copy(update={"topics": ()}), candidates, budget, soft, transcript, counter)
-        parts = leftover_topics(renderer, parts, topics_not_named(parts.model_copy(update={"topics": tuple(topics[:8])})), budget, counter)
+    limit_left = min((b for b in (budget, soft) if b is not None), default=None)
+    if limit_left is not None and not summary.topics and candidates:
+        # under a budget the results the question ranks go first; what is offline (the extractive
+        # summary, topics of frequent words and memories' entities) takes only the room they
+        # leave: its sentences are of messages that ranked below the results shown
+        first = parts.model_copy(update={"topics": (), "summary": "" if offline else parts.summary})
+        parts = fit_card(renderer, first, candidates, budget, soft, transcript, counter)
+        if offline and summary_text:
+            summary_text = counter.truncate(summary_text, transcript) if transcript is not None else summary_text
+            parts = leftover_summary(renderer, parts, summary_text, limit_left, counter)
+        named = topics_not_named(parts.model_copy(update={"topics": tuple(topics[:8])}))
+        parts = leftover_topics(renderer, parts, named, limit_left, counter)
     else:
         parts = fit_card(renderer, parts, candidates, budget, soft, transcript, counter)
         unnamed = topics_not_named(parts) if budget is not None or soft is not None else parts.topics
