@@ -26,7 +26,8 @@ already embedded (the bench's caching embedder: what is left is a dict lookup):
 Prints p50s in ms and each row's ratio to the bench floor. ``--profile ROW`` prints a cProfile of
 that row instead (top functions by own time). ``--pairs N`` times ``client.search`` and the floor
 alternated call by call instead (N pairs after 500 of warm-up), with the store call inside each
-search timed apart.
+search timed apart. ``--bench`` runs the bench's own framework suite on a copy of the built store
+instead (its rows: the searches round robin, then the floor in 40 consecutive calls).
 """
 
 from __future__ import annotations
@@ -161,6 +162,32 @@ def measure(args: argparse.Namespace) -> None:
     client.close()
 
 
+def bench_rows(args: argparse.Namespace) -> None:
+    """The bench's own framework suite (``agentmemory_bench.framework.run_framework``) on a copy
+    of the built store: its search rows and floor as the bench report prints them."""
+    import shutil
+
+    from agentmemory_bench.framework import run_framework
+
+    from agentmemory.plugins import get_plugin_manager
+
+    copy = f"{args.dir.rstrip('/')}-framework-copy"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(args.dir, copy)
+    store = get_plugin_manager().load("backends", args.backend).from_uri(uri_of(args.backend, copy))
+    store.open(dimension=384)
+    try:
+        out = run_framework(store, seed=0, user_prefix="so-bench", budget_s=20.0)
+    finally:
+        store.close()
+        shutil.rmtree(copy, ignore_errors=True)
+    rows = out["search"]
+    floor = rows["SPI vector_search (same scope)"]["p50_ms"]
+    print(f"{args.backend} {args.dir}: the bench's framework rows, p50 ms (x its floor)")
+    for name, row in [*rows.items(), *out["context_card"].items()]:
+        print(f"  {name:38s} {row['p50_ms']:8.3f}  {row['p50_ms'] / floor:6.2f}x")
+
+
 def pairs(client: Any, store: Any, questions: list[str], vectors: Any, flt: Any, count: int) -> None:
     """``client.search`` (vector) and the floor alternated call by call, with the store call
     inside each search timed apart: what the search adds, on the same caches as the floor."""
@@ -204,8 +231,15 @@ def main() -> None:
     ap.add_argument("--profile", choices=("vector", "card", "hybrid", "client"))
     ap.add_argument("--sort", default="tottime")
     ap.add_argument("--pairs", type=int, default=0, help="time client.search and the floor alternated, N pairs")
+    ap.add_argument("--bench", action="store_true", help="run the bench's framework suite on a copy of the store")
     args = ap.parse_args()
-    build(args) if args.mode == "build" else measure(args)
+    if args.mode == "build":
+        build(args)
+    elif args.bench:
+        sys.path.insert(0, str(HERE.parent))
+        bench_rows(args)
+    else:
+        measure(args)
 
 
 if __name__ == "__main__":
