@@ -649,33 +649,62 @@ class DuckDBStore(MemoryStore):
         added_ids: Callable[[], Sequence[str]],
     ) -> tuple[list[Record], int, int, int, int, int]:
         """Run ``apply`` in one transaction (all or nothing), then advance the counters it
-        returns: (added records, vector changes, text changes, vector count delta, seq, clock)."""
+        returns: (added records, vector changes, text changes, vector count delta, seq, clock).
+
+        A transaction conflict is retried once no index is being built (at most
+        ``_WRITE_ATTEMPTS`` tries): updating a row's vector (or deleting a key twice)
+        deletes and re-inserts its key, and DuckDB fails the commit of a key's second deletion
+        while a transaction older than its first one is open, as a build's statements are. The
+        failed try left nothing behind: DuckDB rolled its transaction back, ``apply`` changes
+        nothing in this object but ``_touched`` (reset per try), and the counters move only
+        after the commit."""
         if self._read_only:
             raise BackendUnavailable("the DuckDB store was opened read_only; writes are refused")
-        with self._lock:
-            con = self._conn()
-            self._touched = None
-            try:
-                with _mapped_errors(), _transaction(con):
-                    applied = apply(con)
-            except _DuplicateAdd:
-                # rolled back; name the first id in batch order that exists, like the reference
-                ids = list(added_ids())
-                with _mapped_errors():
-                    stored = {rid for (rid,) in con.execute(
-                        f"SELECT rid FROM am_records WHERE rid IN (SELECT unnest({sql_str_list(ids)}))"
-                    ).fetchall()}
-                first = next((rid for rid in ids if rid in stored), ids[0])
-                raise Conflict(f"record id {first!r} already exists") from None
-            current = self._memo_clock == self._clock
-            _, vec_changes, doc_changes, vec_count, self._seq, self._clock = applied
-            if current and self._touched is not None:
-                self._keep_untouched_scopes(self._touched)
-            self._vec_changes += vec_changes
-            self._doc_changes += doc_changes
-            self._n_vectors += vec_count
-            self._maybe_start_builder()
-            return applied
+        for attempt in range(1, _WRITE_ATTEMPTS + 1):
+            with self._lock:
+                try:
+                    return self._transact_once(apply, added_ids)
+                except TransientBackendError:
+                    if attempt == _WRITE_ATTEMPTS:
+                        raise
+            self._wait_for_build()  # returns at once when no build runs (it may have just ended)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _wait_for_build(self) -> None:
+        """Wait until no index is being built (a background or an explicit build); called
+        without the store lock, which the build takes to finish."""
+        with self._build_lock:
+            pass
+
+    def _transact_once(
+        self,
+        apply: Callable[[duckdb.DuckDBPyConnection], tuple[list[Record], int, int, int, int, int]],
+        added_ids: Callable[[], Sequence[str]],
+    ) -> tuple[list[Record], int, int, int, int, int]:
+        """One try of ``_transact`` (under the store lock)."""
+        con = self._conn()
+        self._touched = None
+        try:
+            with _mapped_errors(), _transaction(con):
+                applied = apply(con)
+        except _DuplicateAdd:
+            # rolled back; name the first id in batch order that exists, like the reference
+            ids = list(added_ids())
+            with _mapped_errors():
+                stored = {rid for (rid,) in con.execute(
+                    f"SELECT rid FROM am_records WHERE rid IN (SELECT unnest({sql_str_list(ids)}))"
+                ).fetchall()}
+            first = next((rid for rid in ids if rid in stored), ids[0])
+            raise Conflict(f"record id {first!r} already exists") from None
+        current = self._memo_clock == self._clock
+        _, vec_changes, doc_changes, vec_count, self._seq, self._clock = applied
+        if current and self._touched is not None:
+            self._keep_untouched_scopes(self._touched)
+        self._vec_changes += vec_changes
+        self._doc_changes += doc_changes
+        self._n_vectors += vec_count
+        self._maybe_start_builder()
+        return applied
 
     def _keep_untouched_scopes(self, touched: frozenset[str]) -> None:
         """After a write that added, patched or deleted records of the ``touched`` types only,
@@ -706,11 +735,14 @@ class DuckDBStore(MemoryStore):
         touched = {item.record.record_type.value for item in batch.add}
         for patch in batch.patch:
             lit = sql_str(patch.record_id)
-            row: tuple[Any, ...] | None = None
-            if patch.vector is not UNSET:  # the vector count needs has_vec as it was
-                row = con.execute(f"SELECT has_vec, rtype FROM am_records WHERE rid = {lit}").fetchone()
-                if row is None:
-                    raise NotFound("record", patch.record_id)
+            # has_vec as it was (the vector count needs it) and the type, read apart: an UPDATE …
+            # RETURNING is run as a delete and insert of the row (as is any update of ``vec``), and
+            # DuckDB 1.4 fails the commit of a key's second delete while a transaction older than
+            # its first is open ("write-write conflict on key"): a background build's statements,
+            # during which a thread's record is patched at every add_messages
+            row = con.execute(f"SELECT has_vec, rtype FROM am_records WHERE rid = {lit}").fetchone()
+            if row is None:
+                raise NotFound("record", patch.record_id)
             sets: list[str] = []
             params: list[Any] = []
             if isinstance(patch.content, str):
@@ -738,11 +770,8 @@ class DuckDBStore(MemoryStore):
             # rows with a vector are in a snapshot, so only they leave a stale snapshot row
             ver += 1
             sets.append(f"ver = {ver}")
-            # without a new vector, has_vec is the same after the update: one statement reads it
-            updated = con.execute(f"UPDATE am_records SET {', '.join(sets)} WHERE rid = {lit} RETURNING has_vec, rtype", params).fetchone()
-            if updated is None:
-                raise NotFound("record", patch.record_id)
-            had_vec, rtype = (row[0], row[1]) if row is not None else updated
+            con.execute(f"UPDATE am_records SET {', '.join(sets)} WHERE rid = {lit}", params)
+            had_vec, rtype = row
             touched.add(rtype)
             if patch.vector is None:
                 vec_count -= int(bool(had_vec))
@@ -1690,6 +1719,9 @@ _CLAIMS: dict[str, int] = {}
 """Files open for writing in this process (path -> id of the store): one writer per file, as
 DuckDB's lock already guarantees across processes. The in-memory counters rely on it."""
 _CLAIMS_LOCK = threading.Lock()
+
+_WRITE_ATTEMPTS = 3
+"""Tries of a write batch that meets a transaction conflict during an index build (``_transact``)."""
 
 
 class _DuplicateAdd(Exception):
