@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from datetime import timedelta
 
 import numpy as np
@@ -220,6 +221,25 @@ class SearchPathTests:
                 for k in (3, 10_000):
                     assert_same(api.keyword_search(text, flt, k), ref.keyword_search(text, flt, k), seq=False,
                                 what=f"keyword_search({text!r}, k={k}, {name}) [{api.mode}] on a settled index")
+        # seq ranges through the settled index, bounded at a matching record's own seq (min_seq
+        # includes it, max_seq leaves it out); seq values are each store's own, so each side's
+        # bound is the seq that side gave the same record
+        store_seq = {r.record_id: r.seq for r in api.query(RecordFilter())}
+        ref_seq = {r.record_id: r.seq for r in ref.query(RecordFilter())}
+        ranges: dict[str, Callable[[int], RecordFilter]] = {
+            "from": lambda s: RecordFilter(min_seq=s), "before": lambda s: RecordFilter(max_seq=s),
+            "user u1 from": lambda s: RecordFilter(user_id="u1", min_seq=s),
+            "only": lambda s: RecordFilter(min_seq=s, max_seq=s + 1),
+        }
+        for text in _QUERIES:
+            matches = sorted(ids(ref.keyword_search(text, RecordFilter(), 10_000)), key=ref_seq.__getitem__)
+            if not matches:
+                continue
+            pivot = matches[len(matches) // 2]
+            for name, make in ranges.items():
+                assert_same(api.keyword_search(text, make(store_seq[pivot]), 10_000),
+                            ref.keyword_search(text, make(ref_seq[pivot]), 10_000), seq=False,
+                            what=f"keyword_search({text!r}, seq {name} {pivot!r}'s) [{api.mode}] on a settled index")
 
     @clause("spi.keyword-search", "spi.index-tier", "7.scope", "spi.write")
     @requires(Capability.KEYWORD_SEARCH)
