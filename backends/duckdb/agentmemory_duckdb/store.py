@@ -909,9 +909,9 @@ class DuckDBStore(MemoryStore):
             full_rows: list[Any] | None = None
             scope: _Scope | None = None
             unfiltered = is_unfiltered(filter)
-            matching, small = (-1, None) if unfiltered else self._small_scope(con, filter)
+            matching, small, compiled = (-1, None, None) if unfiltered else self._small_scope(con, filter)
             if small is None:  # a kept small scope needs no SQL (search's alive_at: ~10 us to compile)
-                where, params = compile_filter(filter, udf=self._udf)
+                where, params = compiled or compile_filter(filter, udf=self._udf)
             if matching == 0:
                 self.last_plan = SearchPlan("exact", 0)
                 return []
@@ -943,10 +943,11 @@ class DuckDBStore(MemoryStore):
         return [Hit(record=decode_record(row), distance=float(row[-1])) for row in rows]
 
     def _small_scope(
-        self, con: duckdb.DuckDBPyConnection, flt: RecordFilter, where: str | None = None
-    ) -> tuple[int, tuple[_Scope, int | None] | None]:
-        """(rows ``where`` selects, for the planner; the scope to scan in process with the
-        expiry time to apply to it, when those rows are few). A scope is read and kept without
+        self, con: duckdb.DuckDBPyConnection, flt: RecordFilter
+    ) -> tuple[int, tuple[_Scope, int | None] | None, tuple[str, list[Any]] | None]:
+        """(rows ``flt`` selects, for the planner; the scope to scan in process with the
+        expiry time to apply to it, when those rows are few; ``flt`` compiled to SQL when this
+        had to compile it, for the caller to reuse). A scope is read and kept without
         the filter's ``alive_at`` test, which names the current time and would make every
         call's scope a new one: expiry is applied in process (``_Scope.nearest``), so the next
         card (or search) before a write reuses it."""
@@ -954,13 +955,13 @@ class DuckDBStore(MemoryStore):
             timeless, _ = compile_filter(replace(flt, alive_at=None), udf=self._udf)
             scope = self._scope(con, timeless, flt.record_types)
             if scope is not None:
-                return len(scope.rids), (scope, to_micros(flt.alive_at))
-        if where is None:
-            where, _ = compile_filter(flt, udf=self._udf)
+                return len(scope.rids), (scope, to_micros(flt.alive_at)), None
+        compiled = compile_filter(flt, udf=self._udf)
+        where = compiled[0]
         scope = self._scope(con, where, flt.record_types)  # expired rows may be what made the scope large
         if scope is not None:
-            return len(scope.rids), (scope, None)
-        return self._matching(con, where), None
+            return len(scope.rids), (scope, None), compiled
+        return self._matching(con, where), None, compiled
 
     def _kept_scope(self, flt: RecordFilter, where: str) -> tuple[_Scope, np.ndarray | None] | None:
         """A scope already read for ``flt`` (``_small_scope``), with the mask of its rows alive
