@@ -41,9 +41,15 @@ _CHILD = textwrap.dedent(
     def vec(b, i):
         return np.random.default_rng(b * 100_000 + i).standard_normal(8).astype(np.float32)
 
+    class HeldMidBuild(DuckDBStore):
+        def _after_snapshot(self, job):  # a snapshot written, not yet current: the kill lands here
+            print("snapshotted", flush=True)
+            import time
+            time.sleep(600)
+
     path, mode, threshold = sys.argv[1], sys.argv[2], sys.argv[3]
-    store = DuckDBStore(path, vector_index_min_rows=300, fts_min_rows=300, rebuild_fraction=0.1,
-                        checkpoint_threshold=threshold)
+    store = (HeldMidBuild if mode == "build" else DuckDBStore)(
+        path, vector_index_min_rows=300, fts_min_rows=300, rebuild_fraction=0.1, checkpoint_threshold=threshold)
     store.open(dimension=8)
     if mode == "build":
         print("building", flush=True)
@@ -148,13 +154,15 @@ def test_sigkill_during_index_build_recovers(tmp_path: Path, h: Any) -> None:
     assert child.stdout is not None
     try:
         assert child.stdout.readline().strip() == "building"
-        time.sleep(0.8)
+        # killed in the middle of the build, wherever the machine's speed puts it: the child
+        # holds at the build's first snapshot (written, not yet made current) until it is killed
+        assert child.stdout.readline().strip() == "snapshotted"
         os.kill(child.pid, signal.SIGKILL)
     finally:
         if child.poll() is None:
             child.kill()
         child.wait()
-    assert "built" not in child.stdout.read(), "the build finished before the kill; make it bigger"
+    assert "built" not in child.stdout.read(), "the build finished before the kill"
     store = h.open_store(path, dimension=DIM, auto_index=False)
     try:
         assert store.count(RecordFilter()) == n
