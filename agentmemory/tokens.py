@@ -31,9 +31,11 @@ _CYRILLIC = "\u0400-\u04ff"
 _PIECES = re.compile(
     rf"(?P<kana_han>[{_KANA_HAN}])|(?P<hangul>[{_HANGUL}])|(?P<digits>\d+)|(?P<latin>[{_LATIN}]+)"
     rf"|(?P<cyrillic>[{_CYRILLIC}]+)|(?P<letters>[^\W\d_{_KANA_HAN}{_HANGUL}{_LATIN}{_CYRILLIC}]+)"
-    r"|(?P<contraction>'(?:[sdmtSDMT]|ll|ve|re|LL|VE|RE)\b)|(?P<space>\s*\n\s*|[ \t]{2,})|(?P<ascii_punct>[!-/:-@\[-`{-~]+[\r\n]*)|(?P<emoji>[\U0001f000-\U0001faff])|(?P<symbol>[^\w\s])"
+    r"|(?P<contraction>'(?:[sdmtSDMT]|ll?|ve?|re?|LL?|VE?|RE?)\b)|(?P<space>\s*\n\s*|[ \t]{2,})|(?P<ascii_punct>[!-/:-@\[-`{-~]+[\r\n]*)|(?P<emoji>[\U0001f000-\U0001faff])|(?P<symbol>[^\w\s])"
 )
-"""The pieces a BPE tokenizer's pre-tokenizer splits text into, by script."""
+"""The pieces a BPE tokenizer's pre-tokenizer splits text into, by script. A contraction's
+first letter alone (``they'v``, ``we'l``) is priced as the contraction it begins: as ``'`` plus a
+word it would cost more than ``they've`` does, and a longer prefix must never cost less."""
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _KANA = re.compile(r"[\u3040-\u30ff]")
 

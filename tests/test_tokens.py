@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agentmemory import AgentMemory, HashingEmbedder
@@ -73,6 +73,7 @@ def test_the_estimate_stays_at_or_a_little_above_openais_encodings(kind: str) ->
 
 @settings(max_examples=80, deadline=None)
 @given(text=TEXTS)
+@example(text="they've we'll you're")  # ``they'v`` once cost more than ``they've`` (CI, 2026-12-05)
 def test_a_longer_prefix_never_estimates_fewer_tokens(text: str) -> None:
     """Cuts bisect over prefixes, so the estimate must grow with the prefix."""
     counts = [estimate_tokens(text[:i]) for i in range(len(text) + 1)]
