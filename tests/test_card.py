@@ -478,8 +478,10 @@ def test_type_search_concurrency_limit_is_honoured(new_client: Callable[..., Age
 
     unlimited = client.get_thread("dinner")
     store.reset()
+    store.delay = 0.3  # long enough that a loaded machine still starts them before the first ends
     baseline = unlimited.get_context_card(max_relevant_results=6, min_relevant_results_by_type=MINS)
     assert store.peak > 2  # five searches (four types + all types) really run side by side by default
+    store.delay = 0.01
 
     limited = client.get_thread("dinner", context_card_type_search_concurrency=limit)
     store.reset()

@@ -68,7 +68,7 @@ def test_retry_after_longer_than_allowed_fails_at_once(server: ScriptedServer) -
         make_llm(server, max_retries=3, max_retry_after_s=5).generate(Q)
     assert "1 attempt" in str(info.value) and "HTTP 503" in str(info.value)
     assert len(server.requests) == 1
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 30  # not the server's hour (nor the 5 s cap: one attempt)
 
 
 def test_retry_after_http_date_and_garbage() -> None:
@@ -88,15 +88,16 @@ def test_connect_and_read_timeouts_are_separate(server: ScriptedServer) -> None:
 
 def test_read_timeout_does_not_wait_for_the_connect_budget(server: ScriptedServer) -> None:
     def slow(req: dict[str, Any]) -> Any:
-        time.sleep(2.0)
+        time.sleep(10.0)
         return "late"
 
     server.chat = slow
     started = time.monotonic()
     with pytest.raises(ModelError, match="timed out"):
         make_llm(server, timeout_s=0.1, connect_timeout_s=30.0, max_retries=0).generate(Q)
-    # gave up at the 0.1 s read budget, not after the server's 2 s (margin for a loaded machine)
-    assert time.monotonic() - started < 1.5
+    # gave up at the 0.1 s read budget, not after the server's 10 s nor the 30 s connect budget
+    # (wide margins: a loaded CI machine must not decide this)
+    assert time.monotonic() - started < 8
 
 
 def test_proxy_is_taken_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
