@@ -11,9 +11,8 @@ budget decides how many results the card holds.
 
 from __future__ import annotations
 
-import re
-from collections import Counter
-from collections.abc import Mapping, Sequence
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -25,9 +24,9 @@ from ..filters import validate_metadata_filter
 from ..index_text import spoken_line
 from ..records import MEMORY_TYPES, MESSAGE_TYPES, Record, RecordStatus, RecordType, SearchResult
 from ..spi import Capability, Hit, Order, RecordFilter
-from ..summarize import extractive_summary
 from ..tokens import EstimateCounter, TokenCounter
 from ..validation import internal_metadata, validate_positive_int
+from .card_text import keyword_topics, offline_card_summary, topics_not_named, unrepeated, unrepeated_lazily
 from .context import MemoryContext, ThreadScope
 from .context_scoring import context_boost
 from .search import (
@@ -39,7 +38,7 @@ from .search import (
     statuses_for,
     validate_budget,
 )
-from .summary import SUMMARY_TOKENS, summary_for_range_op, window_op
+from .summary import summary_for_range_op, window_op
 
 CARD_TYPES = frozenset({*MEMORY_TYPES, RecordType.MESSAGE})
 """Keys accepted by ``min_relevant_results_by_type``."""
@@ -62,34 +61,6 @@ sample, 2,000 tokens) the card's evidence recall was 0.49 with the summary and t
 0.5, 0.63 at 0.15 and 0.65 at 0: the question is what the card must answer."""
 QUESTION_LOOKBACK = 20
 """How many recent messages are searched for the newest user turn."""
-_STOP = set(
-    "the a an and or but if then than that this these those is are was were be been being to of in on at for "
-    "with from by as it its i me my we our you your he she they them their what which who whom how when where why "
-    "can could would should will shall may might must do does did done have has had not no yes so just also very "
-    "about into over after before right now please thanks thank hi hello hey okay ok sure need want like get got "
-    "going make made let know think there here some any all more most other such only own same too again".split()
-)
-
-
-def keyword_topics(texts: Sequence[str], n: int = 5) -> list[str]:
-    """Offline topics: the most frequent content words (and adjacent pairs) of ``texts``."""
-    counts: Counter[str] = Counter()
-    for text in texts:
-        words = [w for w in re.findall(r"[\w'-]+", text.lower()) if len(w) > 3 and w not in _STOP and not w.isdigit()]
-        counts.update(words)
-        counts.update(f"{a} {b}" for a, b in zip(words, words[1:]))
-    ranked = sorted(counts.items(), key=lambda kv: (-kv[1] * (1.5 if " " in kv[0] else 1.0), kv[0]))
-    topics: list[str] = []
-    for term, count in ranked:
-        if count < 2:  # a word said once is not yet a topic
-            break
-        if any(term in t or t in term for t in topics):
-            continue
-        topics.append(term)
-        if len(topics) == n:
-            break
-    return topics
-
 
 def _offline_topics_op(ctx: MemoryContext, scope: ThreadScope, derived: Sequence[Record]) -> Op[list[str]]:
     """Topics without an LLM: entities of this thread's newest valid memories, then frequent
@@ -159,6 +130,8 @@ def _typed_search_op(
     if not groups:
         return []
     hits = yield from _ranked_op(ctx, queries, weights, vectors, groups, k, exclude)
+    if not ctx.rerankers:
+        return hits
     results = [SearchResult(record=h.record, distance=h.distance, score=float(h.score or 0.0), formatted_content="") for h in hits]
     query = queries[0] if queries else ""
     for rerank in ctx.rerankers:
@@ -166,56 +139,6 @@ def _typed_search_op(
         results = [r for r in rerank(query, results) if r.record.record_id in known]
     return [Hit(record=r.record, distance=r.distance, score=r.score) for r in results]
 
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-
-
-def _normalised(text: str) -> str:
-    return " ".join(text.split()).casefold()
-
-
-def unrepeated(hits: Sequence[Hit], summary: str) -> list[Hit]:
-    """``hits`` without those whose text the card already shows: a record whose sentences the
-    summary quotes, or one whose text equals, contains or is contained in an earlier hit's (a
-    memory that restates a message)."""
-    quoted = _normalised(summary)
-    joined = ""  # the kept texts, NUL-separated (no text holds a NUL): one C-level search each
-    held: list[str] = []  # the kept texts of 12+ characters, which a later text may hold
-    out = []
-    for hit in hits:
-        text = _normalised(hit.record.content)
-        if (joined and text in joined) or any(len(earlier) <= len(text) and earlier in text for earlier in held):
-            continue  # the same text, or one that holds (or is held by) an earlier result's
-        if quoted and any(s in quoted for s in _SENTENCE_END.split(text) if len(s) >= 12):
-            continue
-        joined += "\x00" + text
-        if len(text) >= 12:
-            held.append(text)
-        out.append(hit)
-    return out
-
-
-def offline_card_summary(
-    messages: Sequence[Record], results: Sequence[SearchResult], recent: Sequence[Record], counter: TokenCounter,
-) -> str:
-    """The offline summary a card shows: salient sentences (``summarize.extractive_summary``) of
-    the messages it covers that neither a result nor the raw recent messages already show (a
-    result that quotes a message, as an extracted fact may, shows it), so no text appears twice
-    in one card."""
-    shown = {r.record.record_id for r in results} | {m.record_id for m in recent}
-    shown_texts = {_normalised(r.record.content) for r in results}
-    rest = [m for m in messages if m.record_id not in shown and not any(_normalised(m.content) in t for t in shown_texts)]
-    summary = extractive_summary(rest, SUMMARY_TOKENS, counter) if rest else ""
-    # a picked sentence that a result states word for word is not repeated either
-    lines = [line for line in summary.split("\n") if not any(_normalised(line.partition(": ")[2] or line) in t for t in shown_texts)]
-    return "\n".join(lines)
-
-
-def topics_not_named(parts: CardParts) -> tuple[str, ...]:
-    """The topics that neither the summary nor a relevant result already names (as whole words,
-    ignoring case): a topic the card's text states carries nothing for the model."""
-    named = _normalised(" ".join([parts.summary, *(r.record.content for r in parts.relevant)]))
-    return tuple(t for t in parts.topics if not re.search(rf"(?<!\w){re.escape(_normalised(t))}(?!\w)", named))
 
 
 def leftover_summary(renderer: Any, parts: CardParts, summary: str, budget: int, counter: TokenCounter) -> CardParts:
@@ -425,10 +348,13 @@ def context_card_op(
     offline = summary.revision == -1
     quoted = "" if offline else summary.content
 
-    def usable(hits: list[Hit]) -> list[Hit]:
-        """``hits`` not yet chosen that repeat neither a chosen result nor each other."""
+    def usable(hits: list[Hit]) -> Iterator[Hit]:
+        """``hits`` not yet chosen that repeat neither a chosen result nor each other, read
+        lazily (a card takes the first few of forty): compared with what was chosen when this
+        was called, so a caller may choose what it reads meanwhile (a record comes once)."""
+        before = list(chosen.values())
         fresh = [h for h in hits if h.record.record_id not in skip and h.record.record_id not in chosen]
-        return [h for h in unrepeated([*chosen.values(), *fresh], quoted) if h.record.record_id not in chosen]
+        return (h for h in unrepeated_lazily([*before, *fresh], quoted) if h.record.record_id not in chosen)
 
     if queries and limit:
         # messages shown raw (or excluded as the external tail) are never "relevant information"
@@ -449,7 +375,7 @@ def context_card_op(
         # a reserved slot goes to the best record of its type that the card does not already show
         # (a message that an extracted fact quotes would be dropped below as a repeat)
         for (_type, count), hits in zip([(t, n) for t, n in mins.items() if n > 0], results[:-1]):
-            for hit in usable(hits)[:count]:
+            for hit in itertools.islice(usable(hits), count):
                 if len(chosen) < limit:
                     chosen.setdefault(hit.record.record_id, hit)
         for hit in usable(results[-1]):
@@ -460,10 +386,12 @@ def context_card_op(
         newest: list[Record] = yield Call(
             ctx.store, "query", (replace(base, record_types=MEMORY_TYPES),), {"order": Order.SEQ_DESC, "limit": limit}
         )
-        chosen = {r.record_id: Hit(record=r, score=0.0) for r in newest}
+        chosen = {h.record.record_id: h for h in unrepeated([Hit(record=r, score=0.0) for r in newest], "")}
+    # results searched were chosen unrepeated (``usable``: each against those before it)
+    item = renderer.item
     candidates = [
-        SearchResult(record=h.record, distance=h.distance, score=float(h.score or 0.0), formatted_content=renderer.item(h.record))
-        for h in unrepeated(list(chosen.values()), "")
+        SearchResult.rendered_on_read(h.record, h.distance, float(h.score or 0.0), (), lambda record, _linked: item(record))
+        for h in chosen.values()
     ]
     counter = ctx.token_counter
     transcript = None
@@ -493,4 +421,9 @@ def context_card_op(
     if offline and transcript is not None:  # topics never make a short thread's card outgrow it
         parts = _within_transcript(renderer, parts, transcript, counter)
     content = renderer(parts)
-    return ContextCard(**parts.model_dump(), content=content, tokens=counter.count(content), token_counter=counter.name)
+    # the parts' own (validated, frozen) values: a model_dump and its validation rebuilt each
+    # result and record and rendered every result's text
+    return ContextCard(
+        topics=parts.topics, summary=parts.summary, relevant=parts.relevant, recent_messages=parts.recent_messages,
+        content=content, tokens=counter.count(content), token_counter=counter.name,
+    )
