@@ -122,8 +122,9 @@ def where(flt: RecordFilter, to_us: Any) -> tuple[str, list[Any]]:
             clauses.append(f"{dim} = ?")
             params.append(want)
     if flt.statuses is not None:
-        clauses.append("status IN (SELECT value FROM json_each(?))")
-        params.append(json.dumps(sorted(RecordStatus(s).value for s in flt.statuses)))
+        statuses = sorted(RecordStatus(s).value for s in flt.statuses)
+        clauses.append(f"status IN ({','.join('?' * len(statuses))})")
+        params.extend(statuses)
     if flt.alive_at is not None:
         clauses.append("(expires_us IS NULL OR expires_us > ?)")
         params.append(to_us(flt.alive_at))

@@ -960,6 +960,18 @@ class HnswlibStore(MemoryStore):
     ) -> list[Record]:
         clause, params = _sql.where(filter, to_us)
         direction = "DESC" if order is Order.SEQ_DESC else "ASC"
+        if limit is not None and limit <= _RECORD_CACHE // 8:
+            # a window (a thread's newest messages, a record by id): its ids, then the records
+            # from the cache or the in-memory columns (``_fetch``); SQLite reads only the rest.
+            # Reading every column of 20 cached rows to find them in the cache cost twice the
+            # statement itself
+            sql = f"SELECT record_id FROM records WHERE {clause} ORDER BY seq {direction} LIMIT ? OFFSET ?"
+            with self._reading() as con:
+                ids = [row[0] for row in con.execute(sql, (*params, limit, offset)).fetchall()]
+                if not ids:
+                    return []
+                found = self._fetch(con, ids)
+            return [found[rid] for rid in ids]
         sql = (
             f"SELECT {_sql.RECORD_COLUMNS} FROM records WHERE {clause} ORDER BY seq {direction} "
             "LIMIT ? OFFSET ?"
