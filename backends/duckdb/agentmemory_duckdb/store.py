@@ -627,20 +627,20 @@ class DuckDBStore(MemoryStore):
 
     # ---- writes ------------------------------------------------------------------------------------
     def _write(self, batch: WriteBatch) -> list[Record]:
-        applied = self._transact(lambda con: self._apply(con, batch), lambda: [item.record.record_id for item in batch.add])
+        applied = self._transact(lambda tx: self._apply(tx, batch), lambda: [item.record.record_id for item in batch.add])
         return applied[0]
 
     def _bulk_add(self, columns: ValidatedColumns) -> int:
         n, dim = len(columns), self.dimension
 
-        def apply(con: duckdb.DuckDBPyConnection) -> tuple[list[Record], int, int, int, int, int]:
+        def apply(tx: _Tx) -> tuple[list[Record], int, int, int, int, int]:
             seq, ver = self._seq, self._clock
             if columns.vectors is None:
                 matrix, missing = np.zeros((n, dim), dtype=np.float32), np.ones(n, dtype=bool)
             else:
                 matrix, missing = columns.vectors, np.zeros(n, dtype=bool)
-            _insert_records(con, _arrow_table(columns, matrix, missing, seq, ver))
-            _save_counters(con, seq + n, ver + n)
+            tx.insert_arrow(_arrow_table(columns, matrix, missing, seq, ver))
+            tx.run(_counters_sql(seq + n, ver + n))
             with_vec = 0 if columns.vectors is None else n
             return [], with_vec, with_vec, with_vec, seq + n, ver + n
 
@@ -649,7 +649,7 @@ class DuckDBStore(MemoryStore):
 
     def _transact(
         self,
-        apply: Callable[[duckdb.DuckDBPyConnection], tuple[list[Record], int, int, int, int, int]],
+        apply: Callable[[_Tx], tuple[list[Record], int, int, int, int, int]],
         added_ids: Callable[[], Sequence[str]],
     ) -> tuple[list[Record], int, int, int, int, int]:
         """Run ``apply`` in one transaction (all or nothing), then advance the counters it
@@ -682,15 +682,22 @@ class DuckDBStore(MemoryStore):
 
     def _transact_once(
         self,
-        apply: Callable[[duckdb.DuckDBPyConnection], tuple[list[Record], int, int, int, int, int]],
+        apply: Callable[[_Tx], tuple[list[Record], int, int, int, int, int]],
         added_ids: Callable[[], Sequence[str]],
     ) -> tuple[list[Record], int, int, int, int, int]:
         """One try of ``_transact`` (under the store lock)."""
         con = self._conn()
         self._touched = None
         try:
-            with _mapped_errors(), _transaction(con):
-                applied = apply(con)
+            with _mapped_errors():
+                tx = _Tx(con)
+                try:
+                    applied = apply(tx)
+                    tx.commit()
+                except BaseException:
+                    with contextlib.suppress(duckdb.Error):  # none is open when nothing was sent
+                        con.execute("ROLLBACK")
+                    raise
         except _DuplicateAdd:
             # rolled back; name the first id in batch order that exists, like the reference
             ids = list(added_ids())
@@ -719,18 +726,40 @@ class DuckDBStore(MemoryStore):
         self._sync_memo()
         self._scopes.update(keep)
 
-    def _apply(self, con: duckdb.DuckDBPyConnection, batch: WriteBatch) -> tuple[list[Record], int, int, int, int, int]:
+    def _apply(self, tx: _Tx, batch: WriteBatch) -> tuple[list[Record], int, int, int, int, int]:
         """Apply ``batch`` inside the open transaction, in the reference order; return the added
         records, the (vector changes, text changes, vector count delta) it makes, and the new
-        ``seq`` and clock values."""
+        ``seq`` and clock values.
+
+        The statements go to DuckDB in as few calls as its reads allow (``_Tx``): a turn's batch
+        (its messages, a memory, the thread's state patch) is two, ``BEGIN`` with the read of the
+        patched record's ``has_vec`` and type, then the inserts, the updates, the counters and
+        ``COMMIT`` (it was eight: each call costs ~0.3 ms)."""
         seq, ver = self._seq, self._clock  # this store is the file's only writer (see _claim)
         changes = vec_count = 0
         stale: list[tuple[str, int]] = []
         added: list[Record] = []
         dim = self.dimension
+        # has_vec as it is and the type of every patched or deleted record, read at once before
+        # any change: the batch's own adds are known here, and each patch and delete below moves
+        # this view along. (No UPDATE … RETURNING: DuckDB runs it, as any update of ``vec``, as a
+        # delete and insert of the row, and 1.4 fails the commit of a key's second delete while a
+        # transaction older than its first is open ("write-write conflict on key"): a background
+        # build's statements, during which a thread's record is patched at every add_messages.)
+        rows: dict[str, tuple[bool, str]] = {
+            item.record.record_id: (item.vector is not None, item.record.record_type.value) for item in batch.add
+        }
+        wanted = [rid for rid in dict.fromkeys([*(p.record_id for p in batch.patch), *batch.delete]) if rid not in rows]
+        if wanted:
+            ids = ", ".join(sql_str(rid) for rid in wanted) if len(wanted) <= _MAX_ID_LOOKUP else f"SELECT unnest({sql_str_list(wanted)})"
+            found = tx.read(f"SELECT rid, has_vec, rtype FROM am_records WHERE rid IN ({ids})").fetchall()
+            rows.update((rid, (bool(has_vec), rtype)) for rid, has_vec, rtype in found)
         if batch.add:
-            added, table = self._arrow_rows(batch.add, seq, ver, dim)
-            _insert_records(con, table)
+            added, columns, matrix, missing = self._new_rows(batch.add, seq, dim)
+            if len(batch.add) <= _VALUES_MAX_ROWS:
+                tx.run(_values_insert(columns, matrix, missing, seq, ver))
+            else:
+                tx.insert_arrow(_arrow_table(columns, matrix, missing, seq, ver))
             seq += len(batch.add)
             ver += len(batch.add)
             with_vec = sum(1 for item in batch.add if item.vector is not None)
@@ -739,16 +768,11 @@ class DuckDBStore(MemoryStore):
         touched = {item.record.record_type.value for item in batch.add}
         for patch in batch.patch:
             lit = sql_str(patch.record_id)
-            # has_vec as it was (the vector count needs it) and the type, read apart: an UPDATE …
-            # RETURNING is run as a delete and insert of the row (as is any update of ``vec``), and
-            # DuckDB 1.4 fails the commit of a key's second delete while a transaction older than
-            # its first is open ("write-write conflict on key"): a background build's statements,
-            # during which a thread's record is patched at every add_messages
-            row = con.execute(f"SELECT has_vec, rtype FROM am_records WHERE rid = {lit}").fetchone()
+            row = rows.get(patch.record_id)
             if row is None:
+                tx.flush()  # a duplicate add is reported first, as when it was inserted at once
                 raise NotFound("record", patch.record_id)
             sets: list[str] = []
-            params: list[Any] = []
             if isinstance(patch.content, str):
                 sets.append(f"content = {sql_str(patch.content)}")
             if isinstance(patch.index_text, str):
@@ -765,20 +789,21 @@ class DuckDBStore(MemoryStore):
                 sets.append("expires = NULL, expires_us = NULL")
             elif isinstance(patch.expires_at, datetime):
                 sets.append(f"expires = {sql_str(patch.expires_at.isoformat())}, expires_us = {to_micros(patch.expires_at)}")
+            had_vec, rtype = row
             if patch.vector is None:
                 sets.append("vec = NULL, has_vec = FALSE")
+                rows[patch.record_id] = (False, rtype)
             elif isinstance(patch.vector, np.ndarray):
-                sets.append(f"vec = ?::FLOAT[{dim}], has_vec = TRUE")
-                params.append(vector_literal(unit(patch.vector)))
+                sets.append(f"vec = {sql_str(vector_literal(unit(patch.vector)))}::FLOAT[{dim}], has_vec = TRUE")
+                rows[patch.record_id] = (True, rtype)
             # every patch moves the row past the snapshots' watermark (into the exact delta); only
             # rows with a vector are in a snapshot, so only they leave a stale snapshot row
             ver += 1
             sets.append(f"ver = {ver}")
-            con.execute(f"UPDATE am_records SET {', '.join(sets)} WHERE rid = {lit}", params)
-            had_vec, rtype = row
+            tx.run(f"UPDATE am_records SET {', '.join(sets)} WHERE rid = {lit}")
             touched.add(rtype)
             if patch.vector is None:
-                vec_count -= int(bool(had_vec))
+                vec_count -= int(had_vec)
             elif isinstance(patch.vector, np.ndarray):
                 vec_count += int(not had_vec)
             if had_vec or isinstance(patch.vector, np.ndarray):
@@ -786,19 +811,20 @@ class DuckDBStore(MemoryStore):
             if had_vec:
                 stale.append((patch.record_id, ver))
         for link_id in batch.delete_links:
-            if con.execute(f"SELECT 1 FROM am_links WHERE link_id = {sql_str(link_id)}").fetchone() is None:
+            if tx.read(f"SELECT 1 FROM am_links WHERE link_id = {sql_str(link_id)}").fetchone() is None:
                 raise NotFound("link", link_id)
-            con.execute(f"DELETE FROM am_links WHERE link_id = {sql_str(link_id)}")
+            tx.run(f"DELETE FROM am_links WHERE link_id = {sql_str(link_id)}")
         for link in batch.add_links:
-            self._add_link(con, link)
+            self._add_link(tx, link)
         for rid in batch.delete:
             lit = sql_str(rid)
-            row = con.execute(f"SELECT has_vec, rtype FROM am_records WHERE rid = {lit}").fetchone()
+            row = rows.pop(rid, None)
             if row is None:
+                tx.flush()
                 raise NotFound("record", rid)
             touched.add(row[1])
-            con.execute(f"DELETE FROM am_records WHERE rid = {lit}")
-            con.execute(f"DELETE FROM am_links WHERE source_id = {lit} OR target_id = {lit}")
+            tx.run(f"DELETE FROM am_records WHERE rid = {lit}")
+            tx.run(f"DELETE FROM am_links WHERE source_id = {lit} OR target_id = {lit}")
             ver += 1
             if row[0]:
                 stale.append((rid, ver))
@@ -807,31 +833,32 @@ class DuckDBStore(MemoryStore):
         if stale and (self._vidx is not None or self._fts is not None or self._building):
             # snapshot rows of these records are no longer the live rows: queries skip them
             values = ", ".join(f"({sql_str(rid)}, {clock})" for rid, clock in stale)
-            con.execute(f"INSERT INTO am_stale VALUES {values}")
-        _save_counters(con, seq, ver)
+            tx.run(f"INSERT INTO am_stale VALUES {values}")
+        tx.run(_counters_sql(seq, ver))
         self._touched = frozenset(touched)
         return added, changes, changes, vec_count, seq, ver
 
-    def _add_link(self, con: duckdb.DuckDBPyConnection, link: Link) -> None:
+    def _add_link(self, tx: _Tx, link: Link) -> None:
         src, dst, lid = sql_str(link.source_id), sql_str(link.target_id), sql_str(link.link_id)
-        found = {rid for (rid,) in con.execute(f"SELECT rid FROM am_records WHERE rid IN ({src}, {dst})").fetchall()}
+        found = {rid for (rid,) in tx.read(f"SELECT rid FROM am_records WHERE rid IN ({src}, {dst})").fetchall()}
         for end in (link.source_id, link.target_id):
             if end not in found:
                 raise NotFound("record", end)
-        if con.execute(f"SELECT 1 FROM am_links WHERE link_id = {lid}").fetchone() is not None:
+        if tx.read(f"SELECT 1 FROM am_links WHERE link_id = {lid}").fetchone() is not None:
             raise Conflict(f"link id {link.link_id!r} already exists")
-        pair = con.execute(
+        pair = tx.read(
             f"SELECT 1 FROM am_links WHERE (source_id = {src} AND target_id = {dst}) OR (source_id = {dst} AND target_id = {src})"
         ).fetchone()
         if pair is not None:
             raise Conflict(f"records {link.source_id!r} and {link.target_id!r} are already linked")
         values = [lid, src, dst, sql_str(link.link_type.value), sql_str(link.created_at.isoformat()), sql_str(dump_json(link.metadata))]
-        con.execute(f"INSERT INTO am_links VALUES ({', '.join(values)})")
+        tx.run(f"INSERT INTO am_links VALUES ({', '.join(values)})")
 
     @staticmethod
-    def _arrow_rows(adds: Sequence[NewRecord], seq: int, ver: int, dim: int) -> tuple[list[Record], pa.Table]:
+    def _new_rows(adds: Sequence[NewRecord], seq: int, dim: int) -> tuple[list[Record], ValidatedColumns, np.ndarray, np.ndarray]:
         """The added records as reads will return them (with ``seq`` and their metadata as
-        stored) and the Arrow table that inserts them."""
+        stored), and their columns, vectors and missing-vector flags to insert them with
+        (``_values_insert``, ``_arrow_table``)."""
         recs = [item.record for item in adds]
         metadata = [stored_metadata(r.metadata) for r in recs]
         added = [r.model_copy(update={"seq": seq + i + 1, "metadata": m}) for i, (r, m) in enumerate(zip(recs, metadata))]
@@ -851,7 +878,7 @@ class DuckDBStore(MemoryStore):
             status=[r.status for r in recs], metadata=metadata, vectors=None,
             index_text=[r.index_text for r in recs],
         )
-        return added, _arrow_table(columns, matrix, missing, seq, ver)
+        return added, columns, matrix, missing
 
     # ---- reads ---------------------------------------------------------------------------------
     def _query(self, filter: RecordFilter, order: Order, limit: int | None, offset: int) -> list[Record]:
@@ -1547,6 +1574,18 @@ def _vec_matrix(table: pa.Table, dim: int, *, copy: bool) -> np.ndarray:
     return flat.astype(np.float32, copy=copy).reshape(table.num_rows, dim)
 
 
+def _unit_rows(matrix: np.ndarray, missing: np.ndarray) -> np.ndarray:
+    """``matrix`` with each row scaled to unit length; rows flagged in ``missing`` are zero."""
+    if missing.any():
+        unit_rows = np.zeros_like(matrix, dtype=np.float32)
+        present = ~missing
+        rows = matrix[present]
+        if len(rows):
+            unit_rows[present] = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+        return unit_rows
+    return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+
+
 def _arrow_table(columns: ValidatedColumns, matrix: np.ndarray, missing: np.ndarray, seq: int, ver: int) -> pa.Table:
     """The ``am_records`` rows of ``columns`` as one Arrow table (bulk inserts through Arrow:
     ~100k rows/s instead of ~600 with executemany): the vectors in ``matrix`` scaled to unit
@@ -1554,13 +1593,7 @@ def _arrow_table(columns: ValidatedColumns, matrix: np.ndarray, missing: np.ndar
     values. Built column by column: every microsecond per row shows in ingest."""
     n = len(columns)
     present = ~missing
-    if missing.any():
-        unit_rows = np.zeros_like(matrix, dtype=np.float32)
-        rows = matrix[present]
-        if len(rows):
-            unit_rows[present] = rows / np.linalg.norm(rows, axis=1, keepdims=True)
-    else:
-        unit_rows = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+    unit_rows = _unit_rows(matrix, missing)
     # rows often share timestamps (created_at = now); keyed with the offset because equal
     # instants in different zones are equal datetimes with different text
     stamps: dict[tuple[datetime, Any], str] = {}
@@ -1698,18 +1731,90 @@ def _row_seq(row: tuple[Any, ...]) -> int:
     return int(row[7])  # RECORD_COLUMNS: seq is the eighth
 
 
-def _insert_records(con: duckdb.DuckDBPyConnection, table: pa.Table) -> None:
-    con.register("am_new_rows", table)
-    try:
-        con.execute("INSERT INTO am_records SELECT * FROM am_new_rows")
-    except duckdb.ConstraintException as exc:  # the primary key saw a stored id
-        raise _DuplicateAdd from exc
-    finally:
-        con.unregister("am_new_rows")
+class _Tx:
+    """One write transaction's statements, sent to DuckDB in as few ``execute`` calls as its
+    reads allow: each call costs ~0.3 ms whatever it runs, so statements whose result is not
+    needed wait and go with the next read or with ``COMMIT`` (one call runs them in order, and
+    stops at the first that fails; the caller then rolls back). ``BEGIN`` goes with the first
+    call."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+        self._sql = ["BEGIN TRANSACTION"]
+
+    def run(self, sql: str) -> None:
+        """Run ``sql`` (its result unread) before the next read or the commit."""
+        self._sql.append(sql)
+
+    def read(self, sql: str) -> duckdb.DuckDBPyConnection:
+        """Run the waiting statements, then ``sql``; the connection holds its result."""
+        self._sql.append(sql)
+        return self._send()
+
+    def insert_arrow(self, table: pa.Table) -> None:
+        """Insert ``table``'s rows into ``am_records`` through Arrow (many rows: literals would
+        cost more to write and parse). The view is registered inside the transaction (``BEGIN``
+        is sent first), so a rollback cannot leave it behind."""
+        self.flush()
+        self.con.register("am_new_rows", table)
+        try:
+            self.read("INSERT INTO am_records SELECT * FROM am_new_rows")
+        finally:
+            self.con.unregister("am_new_rows")
+
+    def flush(self) -> None:
+        """Run the waiting statements now (their errors surface here)."""
+        if self._sql:
+            self._send()
+
+    def commit(self) -> None:
+        self._sql.append("COMMIT")
+        self._send()
+
+    def _send(self) -> duckdb.DuckDBPyConnection:
+        sql, self._sql = "; ".join(self._sql), []
+        try:
+            return self.con.execute(sql)
+        except duckdb.ConstraintException as exc:  # the primary key saw a stored id
+            raise _DuplicateAdd from exc
 
 
-def _save_counters(con: duckdb.DuckDBPyConnection, seq: int, ver: int) -> None:
-    con.execute(
+_VALUES_MAX_ROWS = 8
+"""Adds of at most this many records are inserted as SQL literals with the rest of the batch's
+statements (``_values_insert``); larger ones through Arrow."""
+
+_RECORD_NAMES = ("rid, rtype, content, user_id, agent_id, thread_id, role, seq, ts, created, expires, expires_us, "
+                 "status, metadata, ver, has_vec, vec, index_text")
+
+
+def _values_insert(columns: ValidatedColumns, matrix: np.ndarray, missing: np.ndarray, seq: int, ver: int) -> str:
+    """The ``INSERT`` of ``columns`` as literals, row for row what ``_arrow_table`` makes of them.
+    For a few rows it is cheaper than an Arrow insert: at 100k records, 3 rows took ~4 ms through
+    Arrow (``register``, the scan, ``unregister``) and ~2 ms as literals (2 shared vCPUs, load 5)."""
+    dim = matrix.shape[1]
+    unit_rows = _unit_rows(matrix, missing)
+
+    def text(value: str | None) -> str:
+        return "NULL" if value is None else sql_str(value)
+
+    rows = []
+    for i in range(len(columns)):
+        expires = columns.expires_at[i]
+        metadata = columns.metadata[i]
+        vec = "NULL" if missing[i] else f"{sql_str(vector_literal(unit_rows[i]))}::FLOAT[{dim}]"
+        rows.append("(" + ", ".join((
+            sql_str(columns.record_id[i]), sql_str(columns.record_type[i].value), sql_str(columns.content[i]),
+            text(columns.user_id[i]), text(columns.agent_id[i]), text(columns.thread_id[i]), text(columns.role[i]),
+            str(seq + i + 1), sql_str(columns.timestamp[i].isoformat()), sql_str(columns.created_at[i].isoformat()),
+            text(None if expires is None else expires.isoformat()), "NULL" if expires is None else str(to_micros(expires)),
+            sql_str(columns.status[i].value), sql_str(dump_json(metadata) if metadata else "{}"), str(ver + i + 1),
+            "FALSE" if missing[i] else "TRUE", vec, text(columns.index_text[i]),
+        )) + ")")
+    return f"INSERT INTO am_records ({_RECORD_NAMES}) VALUES {', '.join(rows)}"
+
+
+def _counters_sql(seq: int, ver: int) -> str:
+    return (
         f"UPDATE am_meta SET value = CASE key WHEN 'seq' THEN '{int(seq)}' ELSE '{int(ver)}' END "
         "WHERE key IN ('seq', 'ver')"
     )
