@@ -63,3 +63,29 @@ def store_dir(tmp_path: Path) -> Path:
 def pg_engine() -> str:
     """``test_engine()`` as a fixture (test modules cannot import ``conftest``)."""
     return test_engine()
+
+
+@pytest.fixture
+def own_server(tmp_path: Path) -> Iterator[Any]:
+    """A dedicated local server (never the session's), deleted after the test."""
+    srv = start_own_server(tmp_path)
+    yield srv
+    srv.cleanup()
+
+
+def start_own_server(tmp_path: Path, attempts: int = 3) -> Any:
+    """A dedicated local server (never the session's) in a fresh directory under ``tmp_path``.
+    A start can fail for reasons outside the test on a loaded machine (a CI run once saw
+    ``pg_ctl start`` exit 1 with no log written, and the same test pass alone), so it is tried
+    again in a new directory; the last failure is raised with what each try said."""
+    pgserver = pytest.importorskip("pgserver")
+    problems: list[str] = []
+    for attempt in range(attempts):
+        pgdata = tmp_path / f"pgdata{attempt}"
+        try:
+            return pgserver.get_server(pgdata, cleanup_mode="delete")
+        except Exception as exc:  # noqa: BLE001 - pgserver raises plain errors
+            log = pgdata / "log"
+            tail = log.read_text(errors="replace")[-1500:] if log.exists() else "(no server log)"
+            problems.append(f"try {attempt + 1}: {type(exc).__name__}: {exc}\n{tail}")
+    raise RuntimeError("could not start a local PostgreSQL server:\n" + "\n".join(problems))

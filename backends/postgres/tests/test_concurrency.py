@@ -98,15 +98,6 @@ def test_processes_and_threads_lose_and_duplicate_nothing(make_pg_store: Any, pg
 
 
 # ---- a server of its own, killed and restarted --------------------------------------------------
-@pytest.fixture
-def own_server(tmp_path: Path) -> Iterator[Any]:
-    """A dedicated local server (never the session's), or skip when none can start."""
-    pgserver = pytest.importorskip("pgserver")
-    srv = pgserver.get_server(tmp_path / "pgdata", cleanup_mode="delete")
-    yield srv
-    srv.cleanup()
-
-
 def _stop_immediately(srv: Any) -> None:
     from pgserver._commands import pg_ctl
 

@@ -26,14 +26,11 @@ T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
 
 
 @pytest.fixture
-def pgvector_store(tmp_path: Path) -> Iterator[PostgresStore]:
-    pgserver = pytest.importorskip("pgserver")
-    srv = pgserver.get_server(tmp_path / "pgdata", cleanup_mode="delete")
-    store = PostgresStore(srv.get_uri(), schema="pgv", vector_engine="pgvector", vector_index=False)
+def pgvector_store(own_server: Any) -> Iterator[PostgresStore]:
+    store = PostgresStore(own_server.get_uri(), schema="pgv", vector_engine="pgvector", vector_index=False)
     store.open(dimension=4)
     yield store
     store.close()
-    srv.cleanup()
 
 
 def _rec(rid: str, user: str, **extra: Any) -> Record:
