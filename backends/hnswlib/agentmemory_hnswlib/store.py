@@ -1200,7 +1200,9 @@ class HnswlibStore(MemoryStore):
                 bound = float(np.partition(scores, len(scores) - k)[len(scores) - k]) - 2e-6
                 close = scores >= bound
                 slots, scores = slots[close], scores[close]
-            ranked = sorted((-round(float(v), 6), cols.rids[int(s)], float(v)) for s, v in zip(slots, scores))[:k]
+            # tolist(): the same Python ints and floats as int() / float() of each element
+            rids = cols.rids
+            ranked = sorted((-round(v, 6), rids[s], v) for s, v in zip(slots.tolist(), scores.tolist()))[:k]
             records = self._fetch(con, [rid for _, rid, _ in ranked])
         return [Hit(record=records[rid], score=score) for _, rid, score in ranked]
 
