@@ -21,10 +21,13 @@ def context_boost(scored: Sequence[Scored], width: int, weight: float) -> list[S
     by_seq: dict[tuple[str | None, int], float] = {
         (rec.thread_id, rec.seq): score for rec, _, score in scored if rec.record_type is RecordType.MESSAGE
     }
+    offsets = [o for o in range(-width, width + 1) if o]
+    get = by_seq.get
     boosted = []
     for rec, dist, score in scored:
         if rec.record_type is RecordType.MESSAGE:
-            around = sum(by_seq.get((rec.thread_id, rec.seq + o), 0.0) for o in range(-width, width + 1) if o)
+            thread, seq = rec.thread_id, rec.seq
+            around = sum([get((thread, seq + o), 0.0) for o in offsets])  # in offset order, as always
             score += weight * around / (2 * width)
         boosted.append((rec, dist, score))
     boosted.sort(key=lambda e: (-round(e[2], 12), e[0].record_id))
