@@ -279,6 +279,8 @@ class DuckDBStore(MemoryStore):
         self._fts_stats: tuple[str, Any, Any] | None = None
         """(BM25 snapshot table, its document count, its average length), read once per snapshot."""
         self._scopes: dict[str, _Scope] = {}
+        self._known: tuple[int, dict[str, tuple[bool, str]]] = (-1, {})
+        """(write clock, {record id: (has_vec, type)}) of the records the last query by id read."""
         self._touched: frozenset[str] | None = None
         """The record types the write being applied adds, patches or deletes (None: a bulk add): a
         kept scope limited to other types stays valid across it (``_transact``)."""
@@ -542,6 +544,7 @@ class DuckDBStore(MemoryStore):
         self._memo, self._memo_clock = {}, -1
         self._fts_stats = None
         self._scopes, self._rows, self._scope_sizes = {}, {}, {}
+        self._known = (-1, {})
         if not self._read_only:
             # snapshot tables a crash left behind (built, never made current)
             current = {s.table for s in (self._vidx, self._fts) if s is not None}
@@ -750,6 +753,10 @@ class DuckDBStore(MemoryStore):
             item.record.record_id: (item.vector is not None, item.record.record_type.value) for item in batch.add
         }
         wanted = [rid for rid in dict.fromkeys([*(p.record_id for p in batch.patch), *batch.delete]) if rid not in rows]
+        known_at, known = self._known
+        if wanted and known_at == ver:  # read by id since the last write (_query): still so
+            rows.update((rid, known[rid]) for rid in wanted if rid in known)
+            wanted = [rid for rid in wanted if rid not in rows]
         if wanted:
             ids = ", ".join(sql_str(rid) for rid in wanted) if len(wanted) <= _MAX_ID_LOOKUP else f"SELECT unnest({sql_str_list(wanted)})"
             found = tx.read(f"SELECT rid, has_vec, rtype FROM am_records WHERE rid IN ({ids})").fetchall()
@@ -893,9 +900,12 @@ class DuckDBStore(MemoryStore):
             # the window are applied here, with the reference semantics of a filter
             if not ids:
                 return []
-            sql = f"SELECT {_COLS} FROM am_records r WHERE r.rid IN ({', '.join(sql_str(i) for i in ids)})"
+            sql = f"SELECT {_COLS}, r.has_vec FROM am_records r WHERE r.rid IN ({', '.join(sql_str(i) for i in ids)})"
             with self._lock, _mapped_errors():
                 rows = self._conn().execute(sql).fetchall()
+                # what a write patching these records reads first, while no write has come between
+                # (the turn reads its thread record, then patches its state: _apply)
+                self._known = (self._clock, {row[0]: (bool(row[-1]), row[1]) for row in rows})
             found = sorted((rec for rec in map(decode_record, rows) if record_matches(rec, filter)), key=_by_seq, reverse=desc)
             return found[offset:] if limit is None else found[offset : offset + limit]
         where, params = compile_filter(filter, udf=self._udf)

@@ -1,0 +1,147 @@
+"""The write path's bookkeeping (``DuckDBStore._apply``): the ``has_vec`` and type of every
+patched or deleted record are read once per batch, taken from the batch's own adds, or from
+the last query by id when no write came between, and each patch and delete moves that view
+along. The vector count, the stale snapshot rows and the errors must be what the statements
+one at a time gave."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from agentmemory_duckdb import DuckDBStore
+
+from agentmemory.errors import Conflict, NotFound
+from agentmemory.spi import RecordFilter, RecordPatch, WriteBatch
+
+DIM = 4
+
+
+def _store(tmp_path: Path, h: Any, name: str, n: int = 60) -> DuckDBStore:
+    store = h.open_store(tmp_path / name, auto_index=False, vector_index_min_rows=10, fts_min_rows=10)
+    rng = np.random.default_rng(7)
+    store.write(WriteBatch(add=[h.new(f"r{i:03d}", rng.normal(size=DIM), content=f"note {i}") for i in range(n)]))
+    store.write(WriteBatch(add=[h.new("plain", None, content="no vector")]))
+    store.build_indexes()
+    return store
+
+
+def _vectors_in_sql(store: DuckDBStore) -> int:
+    (n,) = store._conn().execute("SELECT count(*) FROM am_records WHERE has_vec").fetchone()
+    return int(n)
+
+
+def _stale(store: DuckDBStore) -> list[tuple[str, int]]:
+    return store._conn().execute("SELECT rid, clock FROM am_stale ORDER BY clock").fetchall()
+
+
+def _batch(h: Any) -> WriteBatch:
+    return WriteBatch(
+        add=[h.new("fresh", np.ones(DIM), content="fresh")],
+        patch=[
+            RecordPatch("r003", vector=None),  # had one: stale, one vector fewer
+            RecordPatch("r004", content="new words"),  # had one: stale, count unchanged
+            RecordPatch("plain", vector=np.ones(DIM, dtype=np.float32)),  # had none: one more
+            RecordPatch("fresh", vector=None),  # added in this batch with a vector
+            RecordPatch("r004", vector=None),  # patched twice: its first patch left the vector
+        ],
+        delete=["r005", "r003"],  # r003 has lost its vector in this batch: no vector to count
+    )
+
+
+@pytest.mark.parametrize("read_first", [False, True])
+def test_a_batch_counts_vectors_and_stale_rows_like_the_statements_one_by_one(tmp_path: Path, h: Any, read_first: bool) -> None:
+    """The same batch with and without a query by id of its records just before it (whose
+    ``has_vec`` the write then takes instead of reading it): the same stale rows and vector
+    count, and the count is the table's."""
+    store = _store(tmp_path, h, "m.db")
+    try:
+        before = store._n_vectors
+        if read_first:
+            ids = ("r003", "r004", "plain", "r005")
+            assert {r.record_id for r in store.query(RecordFilter(record_ids=ids))} == set(ids)
+            assert set(store._known[1]) == set(ids) and store._known[0] == store._clock
+        store.write(_batch(h))
+        clock = store._clock
+        # one vector added with "fresh" and taken away again; r003 and r004 lose theirs, plain
+        # gains one, r005 is deleted with its vector
+        assert store._n_vectors == before - 2 == _vectors_in_sql(store)
+        assert sorted(rid for rid, _ in _stale(store)) == ["fresh", "r003", "r004", "r004", "r005"]
+        assert _stale(store)[-1] == ("r005", clock - 1)  # the last delete, r003's, had no vector left
+        hits = [x.record.record_id for x in store.vector_search(np.ones(DIM, np.float32), RecordFilter(), 100)]
+        assert "plain" in hits and not {"r003", "r004", "r005", "fresh"} & set(hits)
+    finally:
+        store.close()
+
+
+def test_a_query_by_id_before_another_write_is_not_used(tmp_path: Path, h: Any) -> None:
+    """What a query by id read is the records' state only until the next write: a second patch
+    taking the vector away finds none to take (the count drops once)."""
+    store = _store(tmp_path, h, "m.db")
+    try:
+        before = store._n_vectors
+        store.query(RecordFilter(record_ids=("r010",)))
+        store.write(WriteBatch(patch=[RecordPatch("r010", vector=None)]))
+        store.write(WriteBatch(patch=[RecordPatch("r010", vector=None)]))
+        assert store._n_vectors == before - 1 == _vectors_in_sql(store)
+        assert [rid for rid, _ in _stale(store)] == ["r010"]  # the second patch had no vector
+    finally:
+        store.close()
+
+
+def test_errors_come_in_the_reference_order_and_leave_nothing(tmp_path: Path, h: Any) -> None:
+    """A duplicate add is reported before a missing patch or delete target (adds come first),
+    a missing target is NotFound, and a failed batch changes nothing (its literals insert
+    rolled back; a later batch of the same rows lands)."""
+    store = _store(tmp_path, h, "m.db")
+    try:
+        rows = store.count(RecordFilter())
+        with pytest.raises(Conflict, match="'r001'"):
+            store.write(WriteBatch(add=[h.new("new1", None), h.new("r001", None)], patch=[RecordPatch("missing", content="x")]))
+        with pytest.raises(NotFound):
+            store.write(WriteBatch(add=[h.new("new1", None)], patch=[RecordPatch("missing", content="x")]))
+        with pytest.raises(NotFound):
+            store.write(WriteBatch(add=[h.new("new1", None)], delete=["r002", "r002"]))
+        assert store.count(RecordFilter()) == rows
+        assert store.query(RecordFilter(record_ids=("new1", "r002")))[0].record_id == "r002"
+        store.write(WriteBatch(add=[h.new("new1", None)], delete=["r002"]))
+        assert store.count(RecordFilter()) == rows
+    finally:
+        store.close()
+
+
+def test_small_and_large_adds_store_the_same_rows(tmp_path: Path, h: Any) -> None:
+    """A few records are inserted as SQL literals, many through Arrow: the stored rows (text,
+    times, metadata, unit vectors bit for bit, missing vectors) are the same either way."""
+    from datetime import datetime, timedelta, timezone
+
+    def adds(prefix: str, n: int) -> list[Any]:
+        rng = np.random.default_rng(1)
+        stamp = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=timezone(timedelta(hours=2)))
+        return [
+            h.new(f"{prefix}{i}", None if i % 3 == 0 else rng.normal(size=DIM), content=f"it's {i}; 'quoted'",
+                  timestamp=stamp, metadata={"k": i, "s": "é"}, expires_at=stamp + timedelta(days=i) if i % 2 else None,
+                  user_id=None if i % 2 else "u", index_text=None if i % 4 else f"terms {i}")
+            for i in range(n)
+        ]
+
+    store = h.open_store(tmp_path / "m.db", auto_index=False)
+    try:
+        store.write(WriteBatch(add=adds("a", 6)))  # literals
+        store.write(WriteBatch(add=adds("b", 40)))  # Arrow
+        cols = "rtype, content, user_id, agent_id, thread_id, role, ts, created, expires, expires_us, status, metadata, has_vec, vec, index_text"
+        con = store._conn()
+        for i in range(6):
+            small = con.execute(f"SELECT {cols} FROM am_records WHERE rid = 'a{i}'").fetchone()
+            large = con.execute(f"SELECT {cols} FROM am_records WHERE rid = 'b{i}'").fetchone()
+            assert small == large
+        vectors = store.read_vectors([f"a{i}" for i in range(6)] + [f"b{i}" for i in range(6)])
+        for i in range(6):
+            if i % 3:
+                assert vectors[f"a{i}"].tobytes() == vectors[f"b{i}"].tobytes()
+            else:
+                assert f"a{i}" not in vectors and f"b{i}" not in vectors
+    finally:
+        store.close()
