@@ -9,11 +9,14 @@ measurement, not a test; issue #31).
 For each backend it builds one store (``bulk_add`` of chat-like messages with 384-d vectors,
 100 per thread, and one memory per 50 messages), then times ``thread.add_messages`` of a
 2-message turn (a user message the rule-based extractor turns into a memory, and a reply) in
-child processes that import the core from ``--old`` or ``--new`` (the backends are the
-installed ones), alternating old and new ``--rounds`` times on the same store, each child on
-threads of its own; the embedder is the hashing one (~0.1 ms a text, included). On DuckDB it
-also times a bare ``BEGIN; INSERT 3 rows (2 messages + 1 memory, through Arrow as the store
-does); COMMIT`` on the same file. DuckDB is opened with ``auto_index=false`` so no background
+child processes that import the core and the backend from ``--old`` or ``--new`` (its
+``backends/<name>`` folder; ``--installed-backends`` keeps the installed ones, as before
+2026-12-06), alternating old and new ``--rounds`` times on the same store, each child on
+threads of its own; the embedder is the hashing one (~0.1 ms a text, included). On DuckDB each
+round also times bare ``BEGIN; INSERT 3 rows (2 messages + 1 memory); COMMIT`` on the same file,
+two ways: through Arrow (``register``, ``INSERT … SELECT``, ``unregister``: how the store inserted
+them before 2026-12-06) and as one ``INSERT … VALUES`` of literals (how it inserts a few rows
+since), each its own transaction; the ratios use the faster of the two. DuckDB is opened with ``auto_index=false`` so no background
 index build competes (the turn's searches are scoped to one user and answered exactly). Prints
 p50 ms per side and the ratios.
 """
@@ -64,28 +67,50 @@ import duckdb
 import pyarrow as pa
 
 path, rounds = sys.argv[1], int(sys.argv[2])
-con = duckdb.connect(path)
+con = duckdb.connect(path, config={"disabled_compression_methods": "alp,alprd,chimp,patas", "checkpoint_threshold": "256MB"})
 rows = pa.concat_tables([  # the rows of one turn: 2 messages and the memory extracted from them
     con.execute("SELECT * FROM am_records WHERE rtype = 'message' LIMIT 2").fetch_arrow_table(),
     con.execute("SELECT * FROM am_records WHERE rtype = 'fact' LIMIT 1").fetch_arrow_table(),
 ])
 top = con.execute("SELECT max(seq) FROM am_records").fetchone()[0]
-walls = []
+names = rows.column_names
+
+
+def literal(value):
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, list):  # the vector, as the store writes it
+        return "'[" + ",".join(map(repr, value)) + "]'::FLOAT[%d]" % len(value)
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+walls = {"arrow": [], "values": []}
 for r in range(rounds):
-    ids = pa.array([f"raw-{r}-{i}" for i in range(3)])
-    seqs = pa.array([top + 1 + 3 * r + i for i in range(3)], pa.int64())
-    table = rows.set_column(rows.schema.get_field_index("rid"), "rid", ids)
-    table = table.set_column(table.schema.get_field_index("seq"), "seq", seqs)
-    t0 = time.perf_counter()
-    con.execute("BEGIN")
-    con.register("new_rows", table)
-    con.execute("INSERT INTO am_records SELECT * FROM new_rows")
-    con.unregister("new_rows")
-    con.execute("COMMIT")
-    walls.append((time.perf_counter() - t0) * 1000)
+    for way in walls:
+        ids = pa.array([f"raw-{way}-{r}-{i}" for i in range(3)])
+        seqs = pa.array([top + 1 + 3 * (2 * r + (way == "values")) + i for i in range(3)], pa.int64())
+        table = rows.set_column(rows.schema.get_field_index("rid"), "rid", ids)
+        table = table.set_column(table.schema.get_field_index("seq"), "seq", seqs)
+        t0 = time.perf_counter()
+        if way == "arrow":
+            con.execute("BEGIN")
+            con.register("new_rows", table)
+            con.execute("INSERT INTO am_records SELECT * FROM new_rows")
+            con.unregister("new_rows")
+            con.execute("COMMIT")
+        else:
+            values = ", ".join("(" + ", ".join(literal(row[c]) for c in names) + ")" for row in table.to_pylist())
+            con.execute("BEGIN")
+            con.execute(f"INSERT INTO am_records ({', '.join(names)}) VALUES {values}")
+            con.execute("COMMIT")
+        walls[way].append((time.perf_counter() - t0) * 1000)
 con.execute("DELETE FROM am_records WHERE rid LIKE 'raw-%'")
 con.close()
-print(json.dumps({"ms": walls}))
+print(json.dumps(walls))
 """
 
 
@@ -119,10 +144,10 @@ def build(backend: str, location: Path, size: int) -> str:
     return uri
 
 
-def run_child(code: str, core: Path | None, *args: str) -> dict[str, Any]:
+def run_child(code: str, core: Path | None, *args: str, backend: str | None = None) -> dict[str, Any]:
     env = dict(os.environ)
     if core is not None:
-        env["PYTHONPATH"] = str(core)
+        env["PYTHONPATH"] = str(core) if backend is None else f"{core}{os.pathsep}{core / 'backends' / backend}"
     out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, check=False, cwd=core or None)
     if out.returncode:
         raise SystemExit(f"child failed: {out.stderr[-2000:]}")
@@ -141,6 +166,7 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=20, help="threads per child (3 calls each)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--installed-backends", action="store_true", help="children use the installed backends, not the checkouts'")
     args = ap.parse_args()
     report: dict[str, Any] = {"size": args.size, "turn": "add_messages of 2 messages, rule-based extraction"}
     with tempfile.TemporaryDirectory() as tmp:
@@ -150,19 +176,28 @@ def main() -> None:
             print(f"{backend}: built {args.size} records in {time.perf_counter() - t0:.0f} s", flush=True)
             side: dict[str, list[float]] = {"old": [], "new": []}
             per_child: dict[str, list[float]] = {"old": [], "new": []}
+            raw: dict[str, list[float]] = {"arrow": [], "values": []}
+            loads = []
             for r in range(args.rounds):
                 for name, core in (("old", args.old), ("new", args.new)):
-                    ms = run_child(CHILD, core.resolve(), uri, f"{name}{r}", str(args.turns))["ms"]
+                    loads.append(os.getloadavg()[0])
+                    child_backend = None if args.installed_backends else backend
+                    ms = run_child(CHILD, core.resolve(), uri, f"{name}{r}", str(args.turns), backend=child_backend)["ms"]
                     side[name] += ms
                     per_child[name].append(round(statistics.median(ms), 2))
+                if backend == "duckdb":  # the raw commits between the rounds, on the same file
+                    path = uri.removeprefix("duckdb://").split("?")[0]
+                    for way, ms in run_child(RAW, None, path, "20").items():
+                        raw[way] += ms
             row: dict[str, Any] = {name: statistics.median(ms) for name, ms in side.items()}
             row["calls"] = len(side["new"])
             row["p50 per child"] = per_child
             row["new/old"] = row["new"] / row["old"]
+            row["load 1-min, min-max"] = f"{min(loads):.1f}-{max(loads):.1f}"
             if backend == "duckdb":
-                path = uri.removeprefix("duckdb://").split("?")[0]
-                raw = run_child(RAW, None, path, str(20 * args.rounds))["ms"]
-                row["raw_commit"] = statistics.median(raw)
+                row["raw_commit_arrow"] = statistics.median(raw["arrow"])
+                row["raw_commit_values"] = statistics.median(raw["values"])
+                row["raw_commit"] = min(row["raw_commit_arrow"], row["raw_commit_values"])
                 row["old/raw"] = row["old"] / row["raw_commit"]
                 row["new/raw"] = row["new"] / row["raw_commit"]
             report[backend] = row

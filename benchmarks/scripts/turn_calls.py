@@ -10,13 +10,28 @@ embedder, ``auto_index=false``), then times 100 turns of 2 messages in one threa
 SPI method, calls per turn and their time. To compare two commits, run it once per checkout
 with ``PYTHONPATH=CHECKOUT:CHECKOUT/backends/duckdb`` (a ``git worktree``): the backend comes
 from that path then.
+
+``--old-backend CHECKOUT`` compares two DuckDB backends in one process, turn by turn (on a
+shared machine the load drifts between runs; here both sides see the same moments): the store
+is built once, copied, and the copy is opened with the backend of ``CHECKOUT`` (its
+``backends/duckdb``, loaded as ``agentmemory_duckdb_old``; the core is the one imported). The
+turns alternate old and new, and after each pair a third copy of the file takes the raw
+commits of the same rows (2 messages for ``plain``, + 1 memory for ``extracting``):
+``BEGIN; INSERT; COMMIT`` through Arrow (``register``, ``INSERT … SELECT``, ``unregister``) and
+as one ``INSERT … VALUES`` of literals. Prints p50s, the ratios, and the 1-minute load.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import os
+import shutil
+import statistics
+import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from agentmemory import AgentMemory, HashingEmbedder
@@ -32,7 +47,12 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=100_000)
     ap.add_argument("--turn", choices=sorted(TURNS), default="plain")
     ap.add_argument("--calls", type=int, default=100)
+    ap.add_argument("--old-backend", type=Path, help="a checkout whose DuckDB backend runs beside this one, turn by turn")
+    ap.add_argument("--store", type=Path, help="with --old-backend: a store this script built before (only copies are written)")
     args = ap.parse_args()
+    if args.old_backend is not None and args.store is not None:
+        side_by_side(str(args.store), args.old_backend, args.turn, args.calls)
+        return
     path = tempfile.mkdtemp()
     client = AgentMemory(f"duckdb://{path}/store.duckdb?auto_index=false", embedder=HashingEmbedder(384))
     t0 = time.perf_counter()
@@ -46,6 +66,10 @@ def main() -> None:
     hot = client.create_thread(thread_id="hot", user_id="u1")
     for i in range(10):  # the user's memories, and a warm thread
         hot.add_messages([{"role": "user", "content": f"I like green tea number {i}."}, {"role": "assistant", "content": "Noted."}])
+    if args.old_backend is not None:
+        client.close()
+        side_by_side(f"{path}/store.duckdb", args.old_backend, args.turn, args.calls)
+        return
     store: Any = client.store
     spent: dict[str, list[float]] = {}
     for name in ("query", "write", "vector_search", "keyword_search"):
@@ -72,6 +96,130 @@ def main() -> None:
         print(f"  {name}: {len(times) / args.calls:.1f} per turn, p50 {times[len(times) // 2] * 1000:.2f} ms, "
               f"{sum(times) / args.calls * 1000:.2f} ms per turn")
     client.close()
+
+
+def _old_backend(checkout: Path) -> Any:
+    """The ``agentmemory_duckdb`` package of ``checkout``, imported as ``agentmemory_duckdb_old``."""
+    package = checkout.resolve() / "backends" / "duckdb" / "agentmemory_duckdb"
+    spec = importlib.util.spec_from_file_location(
+        "agentmemory_duckdb_old", package / "__init__.py", submodule_search_locations=[str(package)]
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+RAW_ARROW = "BEGIN; INSERT INTO am_records SELECT * FROM raw_rows; COMMIT"
+
+
+def side_by_side(built: str, old_checkout: Path, turn: str, calls: int) -> None:
+    """Old and new backends turn by turn on two copies of ``built``, and the raw commits on a
+    third (see the module's docstring)."""
+    import duckdb
+    import pyarrow as pa
+    from agentmemory_duckdb import DuckDBStore
+
+    old_module = _old_backend(old_checkout)
+    base = Path(built)
+    work = Path(tempfile.mkdtemp())
+    copies = {name: work / f"{name}.duckdb" for name in ("old", "new", "raw")}
+    for target in copies.values():
+        shutil.copy(base, target)
+    clients = {
+        "old": AgentMemory(old_module.DuckDBStore(copies["old"], auto_index=False), embedder=HashingEmbedder(384)),
+        "new": AgentMemory(DuckDBStore(copies["new"], auto_index=False), embedder=HashingEmbedder(384)),
+    }
+    spent: dict[str, dict[str, list[float]]] = {name: {} for name in clients}
+    threads = {}
+    for name, client in clients.items():
+        store: Any = client.store
+        for method_name in ("query", "write", "vector_search"):
+            method = getattr(store, method_name)
+
+            def timed(*a: Any, _method: Any = method, _name: str = method_name, _side: str = name, **k: Any) -> Any:
+                start = time.perf_counter()
+                try:
+                    return _method(*a, **k)
+                finally:
+                    spent[_side].setdefault(_name, []).append(time.perf_counter() - start)
+
+            setattr(store, method_name, timed)
+        threads[name] = client.get_thread("hot")
+    raw = duckdb.connect(str(copies["raw"]), config={"disabled_compression_methods": "alp,alprd,chimp,patas", "checkpoint_threshold": "256MB"})
+    n_rows = 3 if turn == "extracting" else 2
+    template = pa.concat_tables([
+        raw.execute("SELECT * FROM am_records WHERE rtype = 'message' ORDER BY seq DESC LIMIT 2").fetch_arrow_table(),
+        raw.execute("SELECT * FROM am_records WHERE rtype <> 'message' AND rtype <> 'thread' LIMIT 1").fetch_arrow_table(),
+    ]).slice(0, n_rows)
+    names = template.column_names
+    top = raw.execute("SELECT max(seq) FROM am_records").fetchone()[0]  # type: ignore[index]
+
+    def literal(value: Any) -> str:
+        if value is None:
+            return "NULL"
+        if isinstance(value, bool):
+            return "TRUE" if value else "FALSE"
+        if isinstance(value, int):
+            return str(value)
+        if isinstance(value, list):
+            return "'[" + ",".join(map(repr, value)) + f"]'::FLOAT[{len(value)}]"
+        return "'" + str(value).replace("'", "''") + "'"
+
+    def raw_commit(way: str, i: int) -> float:
+        table = template.set_column(names.index("rid"), "rid", pa.array([f"raw-{way}-{i}-{j}" for j in range(n_rows)]))
+        seqs = [top + 1 + 2 * n_rows * i + n_rows * (way == "values") + j for j in range(n_rows)]
+        table = table.set_column(names.index("seq"), "seq", pa.array(seqs, pa.int64()))
+        start = time.perf_counter()
+        if way == "arrow":
+            raw.execute("BEGIN")
+            raw.register("raw_rows", table)
+            raw.execute("INSERT INTO am_records SELECT * FROM raw_rows")
+            raw.unregister("raw_rows")
+            raw.execute("COMMIT")
+        else:
+            values = ", ".join("(" + ", ".join(literal(row[c]) for c in names) + ")" for row in table.to_pylist())
+            raw.execute("BEGIN")
+            raw.execute(f"INSERT INTO am_records ({', '.join(names)}) VALUES {values}")
+            raw.execute("COMMIT")
+        return time.perf_counter() - start
+
+    user, reply = TURNS[turn]
+    turns: dict[str, list[float]] = {name: [] for name in clients}
+    raws: dict[str, list[float]] = {"arrow": [], "values": []}
+    loads = []
+    for i in range(-5, calls):  # five warm-up pairs
+        order = ("old", "new") if i % 2 else ("new", "old")
+        for name in order:
+            start = time.perf_counter()
+            threads[name].add_messages([{"role": "user", "content": user.format(i=i)}, {"role": "assistant", "content": reply}])
+            if i >= 0:
+                turns[name].append(time.perf_counter() - start)
+        for way in raws:
+            wall = raw_commit(way, i + 5)
+            if i >= 0:
+                raws[way].append(wall)
+        if i < 0:
+            for side in spent.values():
+                side.clear()
+        elif i % 10 == 0:
+            loads.append(os.getloadavg()[0])
+    ms = {name: statistics.median(t) * 1000 for name, t in turns.items()}
+    raw_ms = {way: statistics.median(t) * 1000 for way, t in raws.items()}
+    floor = min(raw_ms.values())
+    print(f"{turn} turn, {calls} pairs, load {min(loads):.1f}-{max(loads):.1f}")
+    print(f"  raw commit of {n_rows} rows: arrow p50 {raw_ms['arrow']:.2f} ms, values p50 {raw_ms['values']:.2f} ms")
+    for name in ("old", "new"):
+        print(f"  {name}: turn p50 {ms[name]:.2f} ms = {ms[name] / floor:.2f}x the faster raw commit "
+              f"({ms[name] / raw_ms['arrow']:.2f}x the Arrow one)")
+        for method_name, times in spent[name].items():
+            print(f"    {method_name}: {len(times) / calls:.1f} per turn, p50 {statistics.median(times) * 1000:.2f} ms")
+    print(f"  new / old: {ms['new'] / ms['old']:.2f}")
+    for client in clients.values():
+        client.close()
+    raw.close()
+    shutil.rmtree(work)
 
 
 if __name__ == "__main__":
