@@ -48,13 +48,13 @@ def main() -> None:
     ap.add_argument("--turn", choices=sorted(TURNS), default="plain")
     ap.add_argument("--calls", type=int, default=100)
     ap.add_argument("--old-backend", type=Path, help="a checkout whose DuckDB backend runs beside this one, turn by turn")
-    ap.add_argument("--store", type=Path, help="with --old-backend: a store this script built before (only copies are written)")
+    ap.add_argument("--store", type=Path, help="with --old-backend: the built store's file, kept for the next run (built when missing; only copies are written)")
     args = ap.parse_args()
-    if args.old_backend is not None and args.store is not None:
+    if args.old_backend is not None and args.store is not None and args.store.exists():
         side_by_side(str(args.store), args.old_backend, args.turn, args.calls)
         return
-    path = tempfile.mkdtemp()
-    client = AgentMemory(f"duckdb://{path}/store.duckdb?auto_index=false", embedder=HashingEmbedder(384))
+    built = args.store or Path(tempfile.mkdtemp()) / "store.duckdb"
+    client = AgentMemory(f"duckdb://{built}?auto_index=false", embedder=HashingEmbedder(384))
     t0 = time.perf_counter()
     for t in range(args.size // 100):
         thread = client.create_thread(thread_id=f"t{t}", user_id=f"u{t % 50}", extract_memories=False, enable_context_summary=False)
@@ -68,7 +68,7 @@ def main() -> None:
         hot.add_messages([{"role": "user", "content": f"I like green tea number {i}."}, {"role": "assistant", "content": "Noted."}])
     if args.old_backend is not None:
         client.close()
-        side_by_side(f"{path}/store.duckdb", args.old_backend, args.turn, args.calls)
+        side_by_side(str(built), args.old_backend, args.turn, args.calls)
         return
     store: Any = client.store
     spent: dict[str, list[float]] = {}
