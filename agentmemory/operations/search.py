@@ -229,14 +229,19 @@ def fuse_scores(rankings: Sequence[tuple[float, Sequence[Hit]]]) -> list[tuple[R
     Unlike reciprocal rank fusion it keeps how far apart the candidates are: a weak last hit of
     one ranking does not count as much as a strong first hit of another. Ties by record id."""
     fused: dict[str, list[Any]] = {}
+    get = fused.get
     for weight, ranking in rankings:
         if not ranking:
             continue
-        scores = [hit_score(h) for h in ranking]
+        # ``hit_score`` of each hit, written out (a call per hit was a third of the fusion)
+        scores = [1.0 - float(h.distance) if h.distance is not None else float(h.score or 0.0) for h in ranking]
         low, high = min(scores), max(scores)
         span = high - low
         for hit, score in zip(ranking, scores):
-            entry = fused.setdefault(hit.record.record_id, [hit.record, None, 0.0])
+            record = hit.record
+            entry = get(record.record_id)
+            if entry is None:
+                entry = fused[record.record_id] = [record, None, 0.0]
             entry[2] += weight * (FUSION_FLOOR + (1.0 - FUSION_FLOOR) * ((score - low) / span if span > 0 else 1.0))
             if entry[1] is None and hit.distance is not None:  # the first vector ranking's distance
                 entry[1] = hit.distance
