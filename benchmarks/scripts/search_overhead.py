@@ -23,7 +23,9 @@ already embedded (the bench's caching embedder: what is left is a dict lookup):
 - ``client.search vector`` / ``thread.search vector`` / ``client.search hybrid`` (10 results);
 - ``thread.get_context_card()`` and ``SPI floor x5`` (the store calls a card makes are ~5 searches).
 
-Prints p50s in ms and each row's ratio to the bench floor. ``--profile ROW`` prints a cProfile of
+Prints p50s in ms and each row's ratio to the bench floor. ``--card-split`` times the card and the
+floor alternated, with every store call inside the card timed apart (its store time and the rest).
+``--profile ROW`` prints a cProfile of
 that row instead (top functions by own time). ``--pairs N`` times ``client.search`` and the floor
 alternated call by call instead (N pairs after 500 of warm-up), with the store call inside each
 search timed apart. ``--bench`` runs the bench's own framework suite on a copy of the built store
@@ -124,6 +126,10 @@ def measure(args: argparse.Namespace) -> None:
     if args.pairs:
         pairs(client, store, questions, vectors, bench_flt, args.pairs)
         return
+    if args.card_split:
+        card_split(store, thread, rows["SPI vector_search (bench filter)"], args.rounds)
+        client.close()
+        return
     if args.profile:
         name = {"vector": "thread.search vector", "card": "card", "hybrid": "client.search hybrid", "client": "client.search vector"}[args.profile]
         fn = rows[name]
@@ -221,6 +227,53 @@ def pairs(client: Any, store: Any, questions: list[str], vectors: Any, flt: Any,
     client.close()
 
 
+def card_split(store: Any, thread: Any, floor: Any, rounds: int) -> None:
+    """The card and the floor alternated, with each store call inside the card timed apart: p50
+    per call kind, and per card the p50 of its store time and of the rest (the card's own work)."""
+    plain = {name: getattr(store, name) for name in ("query", "vector_search", "keyword_search")}
+    calls: dict[str, list[float]] = {name: [] for name in plain}
+    spent = [0.0]
+
+    def timed(name: str) -> Any:
+        def call(*a: Any, **k: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return plain[name](*a, **k)
+            finally:
+                took = time.perf_counter() - start
+                calls[name].append(took)
+                spent[0] += took
+        return call
+
+    for name in plain:
+        setattr(store, name, timed(name))
+    cards, stores, floors = [], [], []
+    for i in range(rounds + 50):
+        spent[0] = 0.0
+        t0 = time.perf_counter()
+        thread.get_context_card()
+        t1 = time.perf_counter()
+        floor(i % 10)  # the floor row calls store.vector_search: counted out below
+        t2 = time.perf_counter()
+        if i >= 50:  # the first 50: warm-up
+            cards.append(t1 - t0)
+            stores.append(spent[0] - (t2 - t1))
+            floors.append(t2 - t1)
+    for name, fn in plain.items():
+        setattr(store, name, fn)
+    p50 = statistics.median
+    fl = p50(floors)
+    print(f"card x{rounds}, alternated with the floor: card {p50(cards) * 1e3:.3f} ms ({p50(cards) / fl:.2f}x), "
+          f"floor {fl * 1e3:.3f} ms")
+    print(f"  store calls in the card {p50(stores) * 1e3:.3f} ms ({p50(stores) / fl:.2f}x), "
+          f"the rest {p50([c - s for c, s in zip(cards, stores)]) * 1e3:.3f} ms")
+    per_card = {name: len(values) / (rounds + 50) for name, values in calls.items()}
+    for name, values in calls.items():
+        count = per_card[name] - (1 if name == "vector_search" else 0)  # the floor's own call
+        if count > 0:
+            print(f"  {name:15s} {count:.0f} per card, p50 {p50(values) * 1e6:.0f} us a call (the floor's calls included)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("mode", choices=("build", "measure"))
@@ -232,6 +285,8 @@ def main() -> None:
     ap.add_argument("--sort", default="tottime")
     ap.add_argument("--pairs", type=int, default=0, help="time client.search and the floor alternated, N pairs")
     ap.add_argument("--bench", action="store_true", help="run the bench's framework suite on a copy of the store")
+    ap.add_argument("--card-split", action="store_true",
+                    help="time the card alternated with the floor, its store calls apart (--rounds cards)")
     args = ap.parse_args()
     if args.mode == "build":
         build(args)
