@@ -47,6 +47,20 @@ from agentmemory import AgentMemory, HashingEmbedder
 uri, tag, turns = sys.argv[1], sys.argv[2], int(sys.argv[3])
 memory = AgentMemory(uri, embedder=HashingEmbedder(384))
 walls = []
+spent = {}  # store method -> seconds of each call made inside the timed add_messages calls
+timing = [False]
+for name in ("query", "write", "vector_search", "keyword_search"):
+    method = getattr(memory.store, name)
+
+    def timed(*a, _method=method, _name=name, **k):
+        start = time.perf_counter()
+        try:
+            return _method(*a, **k)
+        finally:
+            if timing[0]:
+                spent.setdefault(_name, []).append(time.perf_counter() - start)
+
+    setattr(memory.store, name, timed)
 for t in range(turns):
     thread = memory.create_thread(thread_id=f"{tag}-t{t}", user_id=f"{tag}-u{t % 4}", agent_id="bench")
     for k in range(3):  # a few turns per thread: the extraction state is read and written each time
@@ -54,11 +68,14 @@ for t in range(turns):
             {"role": "user", "content": f"Order {1000 * t + k} arrived damaged and I need a return."},
             {"role": "assistant", "content": "Sorry to hear that, I have opened a return for you."},
         ]
+        timing[0] = True
         t0 = time.perf_counter()
         thread.add_messages(msgs)
         walls.append((time.perf_counter() - t0) * 1000)
+        timing[0] = False
 memory.close()
-print(json.dumps({"core": agentmemory.__file__, "ms": walls}))
+spi = {name: {"per_call": len(times) / len(walls), "ms": [round(x * 1000, 3) for x in times]} for name, times in spent.items()}
+print(json.dumps({"core": agentmemory.__file__, "ms": walls, "spi": spi}))
 """
 
 RAW = r"""
@@ -176,13 +193,17 @@ def main() -> None:
             print(f"{backend}: built {args.size} records in {time.perf_counter() - t0:.0f} s", flush=True)
             side: dict[str, list[float]] = {"old": [], "new": []}
             per_child: dict[str, list[float]] = {"old": [], "new": []}
+            spi: dict[str, dict[str, list[float]]] = {"old": {}, "new": {}}
             raw: dict[str, list[float]] = {"arrow": [], "values": []}
             loads = []
             for r in range(args.rounds):
                 for name, core in (("old", args.old), ("new", args.new)):
                     loads.append(os.getloadavg()[0])
                     child_backend = None if args.installed_backends else backend
-                    ms = run_child(CHILD, core.resolve(), uri, f"{name}{r}", str(args.turns), backend=child_backend)["ms"]
+                    child = run_child(CHILD, core.resolve(), uri, f"{name}{r}", str(args.turns), backend=child_backend)
+                    ms = child["ms"]
+                    for method, calls in child.get("spi", {}).items():
+                        spi[name].setdefault(method, []).extend(calls["ms"])
                     side[name] += ms
                     per_child[name].append(round(statistics.median(ms), 2))
                 if backend == "duckdb":  # the raw commits between the rounds, on the same file
@@ -193,6 +214,10 @@ def main() -> None:
             row["calls"] = len(side["new"])
             row["p50 per child"] = per_child
             row["new/old"] = row["new"] / row["old"]
+            row["store calls per add_messages (count, p50 ms)"] = {
+                name: {method: [round(len(times) / len(side[name]), 2), round(statistics.median(times), 2)] for method, times in calls.items()}
+                for name, calls in spi.items()
+            }
             row["load 1-min, min-max"] = f"{min(loads):.1f}-{max(loads):.1f}"
             if backend == "duckdb":
                 row["raw_commit_arrow"] = statistics.median(raw["arrow"])
