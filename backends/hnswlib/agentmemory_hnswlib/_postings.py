@@ -100,6 +100,9 @@ class Postings:
         self._terms_memo: tuple[Any, ...] | None = None
         """The last query's per-term figures (``_term_figures``): a card asks the same text in
         two scopes. Forgotten on any change of the base's validity or the overlay."""
+        self._span_memo: tuple[Any, ...] | None = None
+        """The last query's base postings in its range (``_span_entries``), forgotten with
+        ``_terms_memo``."""
         self.overlay: dict[int, Counter[str]] = {}
         self.overlay_terms: dict[str, dict[int, int]] = {}
         """The overlay inverted: term -> {label: term frequency}, so a query term finds its
@@ -224,7 +227,7 @@ class Postings:
         return len(self.overlay) + self.masked > max(REBUILD_MIN, REBUILD_FRACTION * size)
 
     def _mask(self, label: int) -> None:
-        self._terms_memo = None
+        self._terms_memo = self._span_memo = None
         if label < len(self.pos_of_label):
             pos = self.pos_of_label[label]
             if pos >= 0 and self.valid[pos]:
@@ -241,7 +244,7 @@ class Postings:
             "SELECT rowid, body FROM fts WHERE rowid IN (SELECT value FROM json_each(?))",
             (str(wanted),),
         ).fetchall())
-        self._terms_memo = None
+        self._terms_memo = self._span_memo = None
         for label in wanted:
             self._mask(label)
             self._drop_overlay(label)
@@ -255,7 +258,7 @@ class Postings:
             self._drop_overlay(label)
 
     def _drop_overlay(self, label: int) -> None:
-        self._terms_memo = None
+        self._terms_memo = self._span_memo = None
         counts = self.overlay.pop(label, None)
         for term in counts or ():
             holders = self.overlay_terms[term]
@@ -278,29 +281,13 @@ class Postings:
         if span is None:
             return empty
         lo, hi = span
-        nbase = len(self.labels)
-        all_valid = self.masked == 0
         label_slot = cols.label_slot
         # every query term at once (a summary used as a query has a hundred terms; per-term numpy
         # calls cost milliseconds): base postings inside [lo, hi) found by two binary searches over
         # the (term, position) keys, df from the CSR offsets; the overlay from its inverted map
         order = list(terms)  # the set's order, as the reference sums
         found, a, b, base, extra, idfs = self._term_figures(order, n_docs)
-        if lo > 0 or hi < nbase:
-            i, j = np.searchsorted(self.keys, base + lo), np.searchsorted(self.keys, base + hi)
-        else:
-            i, j = a, b
-        i, j = np.where(found, i, 0), np.where(found, j, 0)
-        lengths = j - i
-        total = int(lengths.sum())
-        term_of = np.repeat(np.arange(len(order)), lengths)
-        entry = np.repeat(i - np.cumsum(lengths) + lengths, lengths) + np.arange(total)
-        docs = self.keys[entry] - base[term_of]
-        tf = self.tf[entry]
-        if not all_valid and total:
-            ok = self.valid[docs]
-            docs, tf, term_of = docs[ok], tf[ok], term_of[ok]
-        slots = label_slot[self.labels[docs]]
+        tf, term_of, slots = self._span_entries(order, lo, hi, found, a, b, base, cols)
         if any(extra):
             flat = [(n, label, c) for n, e in enumerate(extra) for label, c in e]
             slots = np.concatenate([slots, label_slot[np.array([x[1] for x in flat], np.int64)]])
@@ -323,6 +310,43 @@ class Postings:
         np.add.at(scores, w, term_score(idfs[n], t, norm[w]))
         ok = scores > 0
         return cand[ok], scores[ok]
+
+    def _span_entries(
+        self, order: list[str], lo: int, hi: int, found: np.ndarray, a: np.ndarray, b: np.ndarray, base: np.ndarray,
+        cols: Columns,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The valid base postings of the query terms (``order``) at positions ``[lo, hi)``: their
+        term frequencies, term numbers and slots, in term order (positions ascending within a
+        term). Kept for the terms and the range: a later range inside it (a thread inside its
+        user, the card's second scope) takes its entries from them by position, exactly those
+        its own binary searches would find, in the same order."""
+        key = (tuple(order), id(cols), cols.version)
+        memo = self._span_memo
+        if memo is not None and memo[0] == key and memo[1] <= lo and hi <= memo[2]:
+            _, mlo, mhi, docs, tf, term_of, slots = memo
+            if (mlo, mhi) != (lo, hi):
+                keep = (docs >= lo) & (docs < hi)
+                tf, term_of, slots = tf[keep], term_of[keep], slots[keep]
+            return tf, term_of, slots
+        if lo > 0 or hi < len(self.labels):
+            i, j = np.searchsorted(self.keys, base + lo), np.searchsorted(self.keys, base + hi)
+        else:
+            i, j = a, b
+        i, j = np.where(found, i, 0), np.where(found, j, 0)
+        lengths = j - i
+        total = int(lengths.sum())
+        term_of = np.repeat(np.arange(len(order)), lengths)
+        entry = np.repeat(i - np.cumsum(lengths) + lengths, lengths) + np.arange(total)
+        docs = self.keys[entry] - base[term_of]
+        tf = self.tf[entry]
+        if self.masked and total:
+            ok = self.valid[docs]
+            docs, tf, term_of = docs[ok], tf[ok], term_of[ok]
+        slots = cols.label_slot[self.labels[docs]]
+        for array in (docs, tf, term_of, slots):
+            array.flags.writeable = False
+        self._span_memo = (key, lo, hi, docs, tf, term_of, slots)
+        return tf, term_of, slots
 
     def _term_figures(self, order: list[str], n_docs: int) -> tuple[Any, ...]:
         """Per query term (in ``order``): found in the base, its postings' offsets there, its key
