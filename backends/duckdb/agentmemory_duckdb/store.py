@@ -281,6 +281,8 @@ class DuckDBStore(MemoryStore):
         self._scopes: dict[str, _Scope] = {}
         self._known: tuple[int, dict[str, tuple[bool, str]]] = (-1, {})
         """(write clock, {record id: (has_vec, type)}) of the records the last query by id read."""
+        self._added: _Added | None = None
+        """The few records the write being applied inserts (``_keep_untouched_scopes``)."""
         self._touched: frozenset[str] | None = None
         """The record types the write being applied adds, patches or deletes (None: a bulk add): a
         kept scope limited to other types stays valid across it (``_transact``)."""
@@ -690,7 +692,7 @@ class DuckDBStore(MemoryStore):
     ) -> tuple[list[Record], int, int, int, int, int]:
         """One try of ``_transact`` (under the store lock)."""
         con = self._conn()
-        self._touched = None
+        self._touched = self._added = None
         try:
             with _mapped_errors():
                 tx = _Tx(con)
@@ -713,19 +715,33 @@ class DuckDBStore(MemoryStore):
         current = self._memo_clock == self._clock
         _, vec_changes, doc_changes, vec_count, self._seq, self._clock = applied
         if current and self._touched is not None:
-            self._keep_untouched_scopes(self._touched)
+            self._keep_untouched_scopes(self._touched, self._added)
         self._vec_changes += vec_changes
         self._doc_changes += doc_changes
         self._n_vectors += vec_count
         self._maybe_start_builder()
         return applied
 
-    def _keep_untouched_scopes(self, touched: frozenset[str]) -> None:
+    def _keep_untouched_scopes(self, touched: frozenset[str], added: _Added | None = None) -> None:
         """After a write that added, patched or deleted records of the ``touched`` types only,
         move to its write clock keeping the small scopes limited to other types: their rows are
         exactly as before (a record's type never changes), so a turn that writes messages does
-        not read the user's memory scope again. Everything else memoised is dropped."""
-        keep = {where: scope for where, scope in self._scopes.items() if scope.types and not scope.types & touched}
+        not read the user's memory scope again. A scope of types the write only added records
+        of (``added``: a few records, none patched or deleted in it) is kept with the added ones
+        its filter selects appended, while it stays within ``exact_max_rows``: a turn that
+        extracts a memory does not read the user's memory scope again either. Everything else
+        memoised is dropped."""
+        keep: dict[str, _Scope] = {}
+        for where, scope in self._scopes.items():
+            if not scope.types:
+                continue
+            if not scope.types & touched:
+                keep[where] = scope
+            elif added is not None and scope.filter is not None and not scope.types & added.other_types:
+                grown = scope.extended(added)
+                if len(grown.rids) <= self._exact_max_rows:
+                    keep[where] = grown
+                    self._scope_sizes[where] = len(grown.rids)
         self._sync_memo()
         self._scopes.update(keep)
 
@@ -761,10 +777,13 @@ class DuckDBStore(MemoryStore):
             ids = ", ".join(sql_str(rid) for rid in wanted) if len(wanted) <= _MAX_ID_LOOKUP else f"SELECT unnest({sql_str_list(wanted)})"
             found = tx.read(f"SELECT rid, has_vec, rtype FROM am_records WHERE rid IN ({ids})").fetchall()
             rows.update((rid, (bool(has_vec), rtype)) for rid, has_vec, rtype in found)
+        new_rows: tuple[np.ndarray, np.ndarray] | None = None
         if batch.add:
             added, columns, matrix, missing = self._new_rows(batch.add, seq, dim)
             if len(batch.add) <= _VALUES_MAX_ROWS:
-                tx.run(_values_insert(columns, matrix, missing, seq, ver))
+                unit_rows = _unit_rows(matrix, missing)
+                tx.run(_values_insert(columns, unit_rows, missing, seq, ver))
+                new_rows = (unit_rows, missing)
             else:
                 tx.insert_arrow(_arrow_table(columns, matrix, missing, seq, ver))
             seq += len(batch.add)
@@ -772,7 +791,9 @@ class DuckDBStore(MemoryStore):
             with_vec = sum(1 for item in batch.add if item.vector is not None)
             changes += with_vec
             vec_count += with_vec
+        first_ver = self._clock
         touched = {item.record.record_type.value for item in batch.add}
+        other: set[str] = set()  # the types of records patched or deleted
         for patch in batch.patch:
             lit = sql_str(patch.record_id)
             row = rows.get(patch.record_id)
@@ -809,6 +830,7 @@ class DuckDBStore(MemoryStore):
             sets.append(f"ver = {ver}")
             tx.run(f"UPDATE am_records SET {', '.join(sets)} WHERE rid = {lit}")
             touched.add(rtype)
+            other.add(rtype)
             if patch.vector is None:
                 vec_count -= int(had_vec)
             elif isinstance(patch.vector, np.ndarray):
@@ -830,6 +852,7 @@ class DuckDBStore(MemoryStore):
                 tx.flush()
                 raise NotFound("record", rid)
             touched.add(row[1])
+            other.add(row[1])
             tx.run(f"DELETE FROM am_records WHERE rid = {lit}")
             tx.run(f"DELETE FROM am_links WHERE source_id = {lit} OR target_id = {lit}")
             ver += 1
@@ -843,6 +866,8 @@ class DuckDBStore(MemoryStore):
             tx.run(f"INSERT INTO am_stale VALUES {values}")
         tx.run(_counters_sql(seq, ver))
         self._touched = frozenset(touched)
+        if new_rows is not None:
+            self._added = _Added(added, new_rows[0], new_rows[1], first_ver, frozenset(other))
         return added, changes, changes, vec_count, seq, ver
 
     def _add_link(self, tx: _Tx, link: Link) -> None:
@@ -1016,12 +1041,12 @@ class DuckDBStore(MemoryStore):
         card (or search) before a write reuses it."""
         if flt.alive_at is not None:
             timeless, _ = compile_filter(replace(flt, alive_at=None), udf=self._udf)
-            scope = self._scope(con, timeless, flt.record_types)
+            scope = self._scope(con, timeless, flt.record_types, replace(flt, alive_at=None))
             if scope is not None:
                 return len(scope.rids), (scope, to_micros(flt.alive_at)), None
         compiled = compile_filter(flt, udf=self._udf)
         where = compiled[0]
-        scope = self._scope(con, where, flt.record_types)  # expired rows may be what made the scope large
+        scope = self._scope(con, where, flt.record_types, flt)  # expired rows may be what made the scope large
         if scope is not None:
             return len(scope.rids), (scope, None), compiled
         return self._matching(con, where), None, compiled
@@ -1045,7 +1070,10 @@ class DuckDBStore(MemoryStore):
             f"SELECT count(*) FROM am_records r WHERE r.has_vec AND {where}"
         ).fetchone()[0]))  # type: ignore[index]
 
-    def _scope(self, con: duckdb.DuckDBPyConnection, where: str, types: frozenset[RecordType] | None = None) -> _Scope | None:
+    def _scope(
+        self, con: duckdb.DuckDBPyConnection, where: str, types: frozenset[RecordType] | None = None,
+        flt: RecordFilter | None = None,
+    ) -> _Scope | None:
         """The records and unit vectors of the rows ``where`` selects when there are at most
         ``exact_max_rows`` of them (else None), read from ``am_records`` (every live row, so no
         snapshot or stale list is involved) in one Arrow fetch and kept for the write clock: the
@@ -1053,7 +1081,8 @@ class DuckDBStore(MemoryStore):
         scopes, and one statement serves them all. A scope that was small at an earlier write
         clock is read straight away (capped one row past the limit) instead of being counted
         first. At most ``_SCOPE_CACHE_ROWS`` rows are kept (oldest scopes dropped first). ``types``
-        (the filter's record types) lets a later write of other types keep it
+        (the filter's record types) lets a later write of other types keep it, and ``flt`` (the
+        filter ``where`` was compiled from) one that only adds records of its types extend it
         (``_keep_untouched_scopes``)."""
         self._sync_memo()
         scope = self._scopes.get(where)
@@ -1077,7 +1106,7 @@ class DuckDBStore(MemoryStore):
         matrix = _vec_matrix(table, self.dimension, copy=False)
         scope = _Scope(
             table.column("rid").to_pylist(), table.column("ver").to_numpy(), matrix, table.select(range(_N_COLS)),
-            table.column("expires_us").to_numpy(), frozenset(t.value for t in types or ()),
+            table.column("expires_us").to_numpy(), frozenset(t.value for t in types or ()), flt,
         )
         budget = max(_SCOPE_CACHE_ROWS, limit)
         while self._scopes and sum(len(s.rids) for s in self._scopes.values()) + n > budget:
@@ -1656,7 +1685,7 @@ class _Scope:
 
     def __init__(
         self, rids: list[str], vers: np.ndarray, matrix: np.ndarray, records: pa.Table, expires_us: np.ndarray,
-        types: frozenset[str],
+        types: frozenset[str], flt: RecordFilter | None = None,
     ) -> None:
         self.rids = rids
         self.vers = vers
@@ -1667,7 +1696,37 @@ class _Scope:
         """Expiry in microseconds (``_NO_EXPIRY`` for none), row for row."""
         self.types = types
         """The record types the scope's filter is limited to (empty: any type)."""
+        self.filter = flt
+        """The filter whose rows these are (None: unknown, so the scope cannot be extended)."""
         self._pos: dict[str, int] | None = None
+
+    def extended(self, added: _Added) -> _Scope:
+        """This scope after ``added`` (records just inserted, none of them patched or deleted
+        since): the ones with a vector that its filter selects are appended, as a read of the
+        table would now return them."""
+        assert self.filter is not None
+        take = [i for i, rec in enumerate(added.records) if not added.missing[i] and record_matches(rec, self.filter)]
+        if not take:
+            return self
+        recs = [added.records[i] for i in take]
+        rows = [
+            (r.record_id, r.record_type.value, r.content, r.user_id, r.agent_id, r.thread_id, r.role, r.seq,
+             r.timestamp.isoformat(), r.created_at.isoformat(), None if r.expires_at is None else r.expires_at.isoformat(),
+             r.status.value, dump_json(r.metadata) if r.metadata else "{}", r.index_text)
+            for r in recs
+        ]
+        schema = self.records.schema
+        table = pa.Table.from_arrays([pa.array([row[c] for row in rows], type=schema.field(c).type) for c in range(len(schema))], schema=schema)
+        return _Scope(
+            self.rids + [r.record_id for r in recs],
+            np.concatenate([self.vers, np.asarray([added.first_ver + i + 1 for i in take], dtype=self.vers.dtype)]),
+            np.vstack([self.matrix, added.unit_rows[take]]).astype(np.float32, copy=False),
+            pa.concat_tables([self.records, table]),
+            np.concatenate([self.expires_us, np.asarray(
+                [_NO_EXPIRY if r.expires_at is None else to_micros(r.expires_at) for r in recs], dtype=self.expires_us.dtype
+            )]),
+            self.types, self.filter,
+        )
 
     def alive(self, at_us: int) -> np.ndarray:
         """Which rows are alive at ``at_us`` (the reference's ``expires_at > alive_at``)."""
@@ -1703,6 +1762,21 @@ class _Scope:
         rids = self.rids
         ranked = sorted((round(float(dist[i]), 6), rids[i], float(dist[i])) for i in keep)
         return [(rid, d) for _, rid, d in ranked[:k]]
+
+
+@dataclass(frozen=True)
+class _Added:
+    """The records one write inserted, for the kept scopes to take in (``_Scope.extended``)."""
+
+    records: list[Record]
+    """As reads return them (``seq`` and stored metadata)."""
+    unit_rows: np.ndarray
+    """Their vectors as stored (unit length; zero where ``missing``)."""
+    missing: np.ndarray
+    first_ver: int
+    """The write clock before them: record ``i`` has ``ver`` ``first_ver + i + 1``."""
+    other_types: frozenset[str]
+    """The types the write patched or deleted records of: scopes of these types are not extended."""
 
 
 _Nearest = tuple[list[tuple[str, float]], bool, float]
@@ -1797,12 +1871,11 @@ _RECORD_NAMES = ("rid, rtype, content, user_id, agent_id, thread_id, role, seq, 
                  "status, metadata, ver, has_vec, vec, index_text")
 
 
-def _values_insert(columns: ValidatedColumns, matrix: np.ndarray, missing: np.ndarray, seq: int, ver: int) -> str:
+def _values_insert(columns: ValidatedColumns, unit_rows: np.ndarray, missing: np.ndarray, seq: int, ver: int) -> str:
     """The ``INSERT`` of ``columns`` as literals, row for row what ``_arrow_table`` makes of them.
     For a few rows it is cheaper than an Arrow insert: at 100k records, 3 rows took ~4 ms through
     Arrow (``register``, the scan, ``unregister``) and ~2 ms as literals (2 shared vCPUs, load 5)."""
-    dim = matrix.shape[1]
-    unit_rows = _unit_rows(matrix, missing)
+    dim = unit_rows.shape[1]
 
     def text(value: str | None) -> str:
         return "NULL" if value is None else sql_str(value)

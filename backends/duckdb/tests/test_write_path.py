@@ -145,3 +145,61 @@ def test_small_and_large_adds_store_the_same_rows(tmp_path: Path, h: Any) -> Non
                 assert f"a{i}" not in vectors and f"b{i}" not in vectors
     finally:
         store.close()
+
+
+def _scope_rows(scope: Any) -> dict[str, tuple[Any, ...]]:
+    """A kept scope's rows by id: record columns, ver, expiry and the vector's bytes."""
+    return {
+        rid: (scope.row(rid), int(scope.vers[i]), int(scope.expires_us[i]), scope.matrix[i].tobytes())
+        for i, rid in enumerate(scope.rids)
+    }
+
+
+def test_a_write_that_only_adds_records_of_a_kept_scope_extends_it(tmp_path: Path, h: Any) -> None:
+    """A turn that extracts a memory: the user's memory scope, read by a search before, is
+    kept with the new memory appended (what a fresh read returns, row for row), not read
+    again; other users' memories and records without a vector stay out; a later write that
+    patches a memory drops the scope."""
+    from datetime import datetime, timedelta, timezone
+
+    from agentmemory.records import RecordType
+
+    store = h.open_store(tmp_path / "m.db", auto_index=False)
+    rng = np.random.default_rng(3)
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    try:
+        store.write(WriteBatch(add=[
+            *(h.new(f"m{i}", rng.normal(size=DIM), content=f"memory {i} tea", user_id="u1") for i in range(5)),
+            *(h.new(f"o{i}", rng.normal(size=DIM), content=f"other {i} tea", user_id="u2") for i in range(3)),
+            h.new("thread", None, record_type=RecordType.THREAD, user_id="u1"),
+        ]))
+        flt = RecordFilter(user_id="u1", record_types=frozenset({RecordType.MEMORY}), alive_at=t0)
+        query = np.ones(DIM, dtype=np.float32)
+        store.vector_search(query, flt, 3)
+        (where,) = store._scopes
+        store.write(WriteBatch(
+            add=[
+                h.new("m-new", rng.normal(size=DIM), content="memory new tea", user_id="u1", expires_at=t0 + timedelta(days=1),
+                      metadata={"k": "v"}),
+                h.new("m-novec", None, content="memory without a vector", user_id="u1"),
+                h.new("o-new", rng.normal(size=DIM), content="other new tea", user_id="u2"),
+                h.new("msg", rng.normal(size=DIM), record_type=RecordType.MESSAGE, user_id="u1", thread_id="thread"),
+            ],
+            patch=[RecordPatch("thread", metadata={"state": 1})],
+        ))
+        kept = store._scopes[where]
+        assert set(kept.rids) == {"m0", "m1", "m2", "m3", "m4", "m-new"}
+        hits = [(x.record, x.score) for x in store.vector_search(query, flt, 10)]
+        keyword = [(x.record, x.score) for x in store.keyword_search("tea", flt, 10)]
+        assert store._scopes[where] is kept  # answered from it, not read again
+        store._scopes.clear()
+        assert [(x.record, x.score) for x in store.vector_search(query, flt, 10)] == hits
+        assert [(x.record, x.score) for x in store.keyword_search("tea", flt, 10)] == keyword
+        assert _scope_rows(store._scopes[where]) == _scope_rows(kept)
+        assert "m-new" in [r.record_id for r, _ in hits]
+        store.write(WriteBatch(add=[h.new("m-6", rng.normal(size=DIM), user_id="u1")], patch=[RecordPatch("m0", content="x")]))
+        assert where not in store._scopes  # a memory patched: read again at the next search
+        store.vector_search(query, flt, 3)
+        assert "m-6" in store._scopes[where].rids
+    finally:
+        store.close()
