@@ -321,15 +321,20 @@ def context_card_op(
     window = yield from window_op(ctx, scope, wanted)
     derived = window[: len(window) - tail_n] if tail_n else window
     recent_msgs = window[-recent_n:] if recent_n else []
-    summary = yield from summary_for_range_op(ctx, scope, tail_n, int(fallback_message_count), window)
-    topics = list(summary.topics)
-    if not topics:
-        topics = yield from _offline_topics_op(ctx, scope, derived)
     # the question being answered steers retrieval even when it sits in the raw tail; the tail
     # itself is never summarised or returned as relevant information
     question = next((m for m in reversed(window) if m.role == "user"), None)
     newest_user = question.content if question is not None else ""
-    if newest_user.strip():  # the card ranks by the question alone, as ``search`` does
+    asks = bool(newest_user.strip())
+    # with a question to rank by, an offline summary's own text is neither a query nor shown (it
+    # is rebuilt below from what the results leave out, and is empty when it would have been):
+    # it is not made (an extractive summary of new messages cost ~0.4 ms of a turn's card)
+    fallback = int(fallback_message_count)
+    summary = yield from summary_for_range_op(ctx, scope, tail_n, 0 if asks else fallback, window)
+    topics = list(summary.topics)
+    if not topics:
+        topics = yield from _offline_topics_op(ctx, scope, derived)
+    if asks:  # the card ranks by the question alone, as ``search`` does
         weighted = [(newest_user, 1.0)]
     else:
         weighted = [(summary.content[:QUERY_CHARS], 1.0), (" ".join(topics), CONTEXT_QUERY_WEIGHT)]
@@ -398,8 +403,10 @@ def context_card_op(
     if len(window) < wanted:  # the whole thread is in the window: the card never outgrows it
         transcript = sum(counter.count(spoken_line(m)) for m in derived)
     summary_text = summary.content
-    if offline and summary_text:
-        summary_text = offline_card_summary(derived[-int(fallback_message_count):], candidates, recent_msgs, counter)
+    if offline and (summary_text or asks) and fallback > 0:
+        # (without its text: an offline summary of these messages is empty only when none of
+        # their sentences has a content word, and then so is this one, made of fewer of them)
+        summary_text = offline_card_summary(derived[-fallback:], candidates, recent_msgs, counter)
     parts = CardParts(topics=tuple(topics[:8]), summary=summary_text, recent_messages=tuple(recent_msgs))
     limit_left = min((b for b in (budget, soft) if b is not None), default=None)
     if limit_left is not None and not summary.topics and candidates:
