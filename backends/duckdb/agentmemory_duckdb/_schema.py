@@ -2,7 +2,9 @@
 
 One file holds everything:
 
-* ``am_meta`` — key/value: schema version, vector dimension, the ``seq``/``ver`` counters,
+* ``am_meta`` — key/value: schema version, vector dimension, the ``seq``/``ver`` counters
+  (written by the batches that delete records; the store takes the larger of these and of the
+  largest ``seq``/``ver`` the rows hold, see ``_v4``),
   which derived index tables are current (with the ``ver`` watermark each one covers), and the
   keyword analyzer's ``language`` and ``analyzer`` fingerprint (``agentmemory.analysis``);
 * ``am_migrations`` — one row per applied migration;
@@ -26,7 +28,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The schema version this code writes; older files are migrated forward on open."""
 
 META_TABLE = "am_meta"
@@ -92,10 +94,21 @@ def _v3(con: Any, dimension: int) -> None:
     )
 
 
+def _v4(con: Any, dimension: int) -> None:
+    """The ``seq``/``ver`` counters in ``am_meta`` are written only by batches that delete
+    records: every other batch leaves its last values in the rows it writes (an added row holds
+    its ``seq`` and ``ver``, a patched row its new ``ver``), and the store takes the largest of the
+    counters and of the rows' values on open (a delete takes away the row that held them, so it
+    writes the counters). One statement fewer in every turn's transaction (~0.7 ms at 100k).
+    Nothing to change in a file: its counters are exact. The version bump keeps older code,
+    which reads the counters alone and would hand out a ``seq`` again, from opening it."""
+
+
 MIGRATIONS: dict[int, tuple[str, Callable[[Any, int], None]]] = {
     1: ("records, links, counters", _v1),
     2: ("BM25 over analysed terms (language, analyzer fingerprint)", _v2),
     3: ("index_text beside content (SPI 1.1); snapshots rebuilt", _v3),
+    4: ("seq/ver counters written by deleting batches only; the rows hold the rest", _v4),
 }
 """version → (description, step). Step ``n`` turns a version ``n-1`` schema into version ``n``;
 each runs inside the open transaction together with the version bump."""

@@ -553,16 +553,19 @@ class DuckDBStore(MemoryStore):
             for table in sorted(tables):
                 if table.startswith(("am_vidx_", "am_fts_")) and table not in current:
                     _drop_snapshot(con, table)
-        self._seq, self._clock = int(meta.get("seq", "0")), int(meta.get("ver", "0"))
         vw = 0 if self._vidx is None else self._vidx.watermark
         fw = 0 if self._fts is None else self._fts.watermark
         # "changes" = rows past a snapshot's watermark plus its stale rows: zero means the
         # snapshot answers alone (queries then skip the delta and stale look-ups)
-        n_vectors, vec_changes, doc_changes = con.execute(  # type: ignore[misc]
+        n_vectors, vec_changes, doc_changes, top_seq, top_ver = con.execute(  # type: ignore[misc]
             f"SELECT count(*) FILTER (WHERE has_vec), count(*) FILTER (WHERE has_vec AND ver > {vw}) "
             f"+ (SELECT count(*) FROM am_stale WHERE clock > {vw}), count(*) FILTER (WHERE has_vec AND ver > {fw}) "
-            f"+ (SELECT count(*) FROM am_stale WHERE clock > {fw}) FROM am_records"
+            f"+ (SELECT count(*) FROM am_stale WHERE clock > {fw}), coalesce(max(seq), 0), "
+            f"greatest(coalesce(max(ver), 0), (SELECT coalesce(max(clock), 0) FROM am_stale)) FROM am_records"
         ).fetchone()
+        # the counters as the last deleting batch wrote them, or the rows' own values past them (_v4)
+        self._seq = max(int(meta.get("seq", "0")), int(top_seq))
+        self._clock = max(int(meta.get("ver", "0")), int(top_ver), vw, fw)
         self._n_vectors = int(n_vectors)
         self._vec_changes, self._vec_changes_at_build = int(vec_changes), 0
         self._doc_changes, self._doc_changes_at_build = int(doc_changes), 0
@@ -644,8 +647,7 @@ class DuckDBStore(MemoryStore):
                 matrix, missing = np.zeros((n, dim), dtype=np.float32), np.ones(n, dtype=bool)
             else:
                 matrix, missing = columns.vectors, np.zeros(n, dtype=bool)
-            tx.insert_arrow(_arrow_table(columns, matrix, missing, seq, ver))
-            tx.run(_counters_sql(seq + n, ver + n))
+            tx.insert_arrow(_arrow_table(columns, matrix, missing, seq, ver))  # the rows hold seq and ver (_schema._v4)
             with_vec = 0 if columns.vectors is None else n
             return [], with_vec, with_vec, with_vec, seq + n, ver + n
 
@@ -864,7 +866,8 @@ class DuckDBStore(MemoryStore):
             # snapshot rows of these records are no longer the live rows: queries skip them
             values = ", ".join(f"({sql_str(rid)}, {clock})" for rid, clock in stale)
             tx.run(f"INSERT INTO am_stale VALUES {values}")
-        tx.run(_counters_sql(seq, ver))
+        if batch.delete:  # a deleted row may have held the largest seq or ver: write them (_schema._v4)
+            tx.run(_counters_sql(seq, ver))
         self._touched = frozenset(touched)
         if new_rows is not None:
             self._added = _Added(added, new_rows[0], new_rows[1], first_ver, frozenset(other))
@@ -1551,7 +1554,10 @@ class DuckDBStore(MemoryStore):
             order = " ORDER BY r.user_id, r.thread_id, r.seq" if job == "vector" else ""
             with _transaction(cursor):  # reads only am_records/am_meta: foreground writes go on
                 cursor.execute(f"INSERT INTO {table} SELECT {columns} FROM am_records r WHERE r.has_vec{order}")
-                (clock,) = cursor.execute(f"SELECT value FROM {_schema.META_TABLE} WHERE key = 'ver'").fetchone()  # type: ignore[misc]
+                (clock,) = cursor.execute(  # type: ignore[misc]
+                    f"SELECT greatest((SELECT value::BIGINT FROM {_schema.META_TABLE} WHERE key = 'ver'), "
+                    "(SELECT coalesce(max(ver), 0) FROM am_records), (SELECT coalesce(max(clock), 0) FROM am_stale))"
+                ).fetchone()  # the write clock, as _load_state takes it (_schema._v4)
             watermark, rows = int(clock), cursor.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # type: ignore[index]
             self._after_snapshot(job)
             if job == "vector":

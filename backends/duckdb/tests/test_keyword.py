@@ -192,6 +192,8 @@ def test_store_written_with_an_older_analyzer_is_reindexed_on_open(db_path: Path
     """A version-1 file (BM25 snapshot of raw words, no analyzer fingerprint) opened by this
     code: the stale snapshot is dropped at once (keyword search scans exactly, stemmed), then
     rebuilt over analysed terms; scores equal the reference's throughout."""
+    from agentmemory_duckdb import _schema
+
     from agentmemory.reference_store import InMemoryStore
 
     texts = ["She runs every morning", "The runner was running late", "nothing of the sort", "runs runs"]
@@ -210,7 +212,7 @@ def test_store_written_with_an_older_analyzer_is_reindexed_on_open(db_path: Path
     assert {x.record.record_id for x in want} == {"d0", "d1", "d3"}
     store = h.open_store(db_path, auto_index=False)
     try:
-        assert store.info().extra["schema_version"] == 3 and store.info().extra["fts_index"] is None
+        assert store.info().extra["schema_version"] == _schema.SCHEMA_VERSION and store.info().extra["fts_index"] is None
         got = store.keyword_search("running", RecordFilter(), 10)
         assert _ids(got) == _ids(want)
         assert np.allclose([x.score for x in got], [x.score for x in want], rtol=1e-9)

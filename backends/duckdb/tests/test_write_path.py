@@ -203,3 +203,66 @@ def test_a_write_that_only_adds_records_of_a_kept_scope_extends_it(tmp_path: Pat
         assert "m-6" in store._scopes[where].rids
     finally:
         store.close()
+
+
+def _meta_counters(store: DuckDBStore) -> tuple[int, int]:
+    rows = dict(store._conn().execute("SELECT key, value FROM am_meta WHERE key IN ('seq', 'ver')").fetchall())
+    return int(rows["seq"]), int(rows["ver"])
+
+
+def test_the_counters_are_written_by_deletes_and_read_back_from_the_rows(tmp_path: Path, h: Any) -> None:
+    """Batches that add and patch leave ``seq``/``ver`` in the rows they write (am_meta keeps
+    the last deleting batch's values); a reopen takes the largest, so a new record never gets
+    a ``seq`` again, not even after the newest records were deleted; an index build takes the
+    same clock as its watermark."""
+    path = tmp_path / "m.db"
+    store = h.open_store(path, auto_index=False, vector_index_min_rows=5, fts_min_rows=5)
+    rng = np.random.default_rng(5)
+    store.write(WriteBatch(add=[h.new(f"r{i}", rng.normal(size=DIM), content=f"note {i}") for i in range(10)]))
+    store.write(WriteBatch(patch=[RecordPatch("r3", content="changed")]))
+    assert _meta_counters(store) == (0, 0)  # written by no batch yet
+    seq, clock = store._seq, store._clock
+    assert (seq, clock) == (10, 11)
+    store.build_indexes()
+    assert store._vidx is not None and store._vidx.watermark == clock
+    store.close()
+    store = h.open_store(path, auto_index=False)
+    try:
+        assert (store._seq, store._clock) == (seq, clock)
+        store.write(WriteBatch(delete=["r9", "r8"]))  # the newest: their seq are the largest
+        assert _meta_counters(store) == (10, 13) == (store._seq, store._clock)
+    finally:
+        store.close()
+    store = h.open_store(path, auto_index=False)
+    try:
+        assert (store._seq, store._clock) == (10, 13)
+        (added,) = store.write(WriteBatch(add=[h.new("r10", None)]))
+        assert added.seq == 11  # not 9: a deleted record's seq is never handed out again
+    finally:
+        store.close()
+
+
+def test_a_version_3_file_opens_with_its_counters(tmp_path: Path, h: Any) -> None:
+    """A file written before the counters moved to the rows (version 3: am_meta exact) is
+    migrated on open and goes on from its counters, also when they are past every row."""
+    from agentmemory_duckdb import _schema
+
+    path = tmp_path / "m.db"
+    store = h.open_store(path, auto_index=False)
+    store.write(WriteBatch(add=[h.new(f"r{i}", None) for i in range(3)]))
+    store.close()
+    import duckdb
+
+    con = duckdb.connect(str(path))
+    con.execute("UPDATE am_meta SET value = '3' WHERE key = 'schema_version'")
+    con.execute("DELETE FROM am_migrations WHERE version > 3")
+    con.execute("UPDATE am_meta SET value = CASE key WHEN 'seq' THEN '40' ELSE '50' END WHERE key IN ('seq', 'ver')")
+    con.close()
+    store = h.open_store(path, auto_index=False)
+    try:
+        assert store.info().extra["schema_version"] == _schema.SCHEMA_VERSION == 4
+        assert (store._seq, store._clock) == (40, 50)
+        (added,) = store.write(WriteBatch(add=[h.new("r3", None)]))
+        assert added.seq == 41
+    finally:
+        store.close()
