@@ -7,13 +7,14 @@ measurement, not a test; issue #31).
         --old /tmp/am-old --new /tmp/am-new --size 100000 [--backends duckdb,hnswlib] [--json PATH]
 
 For each backend it builds one store (``bulk_add`` of chat-like messages with 384-d vectors,
-100 per thread, and one memory per 50 messages), then times ``thread.add_messages`` of a
+100 per thread, and one memory per 50 messages; with the ``--old`` checkout's code, so both
+sides can open it) and copies it for each side, then times ``thread.add_messages`` of a
 2-message turn (a user message the rule-based extractor turns into a memory, and a reply) in
 child processes that import the core and the backend from ``--old`` or ``--new`` (its
 ``backends/<name>`` folder; ``--installed-backends`` keeps the installed ones, as before
-2026-12-06), alternating old and new ``--rounds`` times on the same store, each child on
+2026-12-06), alternating old and new ``--rounds`` times, each side on its copy of the store, each child on
 threads of its own; the embedder is the hashing one (~0.1 ms a text, included). On DuckDB each
-round also times bare ``BEGIN; INSERT 3 rows (2 messages + 1 memory); COMMIT`` on the same file,
+round also times bare ``BEGIN; INSERT 3 rows (2 messages + 1 memory); COMMIT`` on a copy of the store,
 two ways: through Arrow (``register``, ``INSERT … SELECT``, ``unregister``: how the store inserted
 them before 2026-12-06) and as one ``INSERT … VALUES`` of literals (how it inserts a few rows
 since), each its own transaction; the ratios use the faster of the two. DuckDB is opened with ``auto_index=false`` so no background
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -161,6 +163,30 @@ def build(backend: str, location: Path, size: int) -> str:
     return uri
 
 
+BUILD = r"""
+import json, sys
+from pathlib import Path
+import agentmemory
+sys.path.insert(0, sys.argv[1])
+from add_messages_commits import build
+print(json.dumps({"core": agentmemory.__file__, "uri": build(sys.argv[2], Path(sys.argv[3]), int(sys.argv[4]))}))
+"""
+
+
+def copy_store(uri: str, name: str) -> str:
+    """A copy of the closed store at ``uri`` beside it, named ``name``; returns its URI."""
+    location = uri.split("://", 1)[1].split("?")[0]
+    source = Path(location)
+    if source.is_dir():  # hnswlib: a directory
+        target = source.with_name(name)
+        shutil.copytree(source, target)
+    else:  # duckdb: the file and what is kept beside it (<file>.keyword.npz)
+        target = source.with_name(f"{name}{source.suffix}")
+        for part in source.parent.glob(source.name + "*"):
+            shutil.copy(part, target.with_name(target.name + part.name[len(source.name):]))
+    return uri.replace(location, str(target), 1)
+
+
 def run_child(code: str, core: Path | None, *args: str, backend: str | None = None) -> dict[str, Any]:
     env = dict(os.environ)
     if core is not None:
@@ -189,8 +215,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for backend in args.backends.split(","):
             t0 = time.perf_counter()
-            uri = build(backend, Path(tmp) / backend, args.size)
+            if args.installed_backends:
+                built = build(backend, Path(tmp) / backend, args.size)
+            else:  # with the old checkout's backend: a newer one opens (and migrates) an older file, not the reverse
+                scripts = str(Path(__file__).resolve().parent)
+                built = run_child(BUILD, args.old.resolve(), scripts, backend, str(Path(tmp) / backend), str(args.size), backend=backend)["uri"]
             print(f"{backend}: built {args.size} records in {time.perf_counter() - t0:.0f} s", flush=True)
+            # each side (and the raw commits) on a copy of its own: the new code may migrate its file
+            uris = {name: copy_store(built, f"{backend}-{name}") for name in ("old", "new", "raw")}
             side: dict[str, list[float]] = {"old": [], "new": []}
             per_child: dict[str, list[float]] = {"old": [], "new": []}
             spi: dict[str, dict[str, list[float]]] = {"old": {}, "new": {}}
@@ -200,14 +232,14 @@ def main() -> None:
                 for name, core in (("old", args.old), ("new", args.new)):
                     loads.append(os.getloadavg()[0])
                     child_backend = None if args.installed_backends else backend
-                    child = run_child(CHILD, core.resolve(), uri, f"{name}{r}", str(args.turns), backend=child_backend)
+                    child = run_child(CHILD, core.resolve(), uris[name], f"{name}{r}", str(args.turns), backend=child_backend)
                     ms = child["ms"]
                     for method, calls in child.get("spi", {}).items():
                         spi[name].setdefault(method, []).extend(calls["ms"])
                     side[name] += ms
                     per_child[name].append(round(statistics.median(ms), 2))
-                if backend == "duckdb":  # the raw commits between the rounds, on the same file
-                    path = uri.removeprefix("duckdb://").split("?")[0]
+                if backend == "duckdb":  # the raw commits between the rounds, on a copy of the same file
+                    path = uris["raw"].removeprefix("duckdb://").split("?")[0]
                     for way, ms in run_child(RAW, None, path, "20").items():
                         raw[way] += ms
             row: dict[str, Any] = {name: statistics.median(ms) for name, ms in side.items()}
