@@ -59,6 +59,7 @@ from agentmemory.spi import (
     NewRecord,
     Order,
     RecordFilter,
+    RecordPatch,
     SchemaPolicy,
     StoreInfo,
     WriteBatch,
@@ -279,8 +280,12 @@ class DuckDBStore(MemoryStore):
         self._fts_stats: tuple[str, Any, Any] | None = None
         """(BM25 snapshot table, its document count, its average length), read once per snapshot."""
         self._scopes: dict[str, _Scope] = {}
-        self._known: tuple[int, dict[str, tuple[bool, str]]] = (-1, {})
-        """(write clock, {record id: (has_vec, type)}) of the records the last query by id read."""
+        self._id_rows: dict[str, tuple[Any, ...]] = {}
+        """Rows (``_COLS`` and ``has_vec``) that queries by id read, kept as the store's writes
+        change them (``_after_write``): this store is the file's only writer (see ``_claim``), so
+        a turn's read of its thread record, and the write that patches it, ask DuckDB nothing."""
+        self._written: tuple[Sequence[RecordPatch], Sequence[str]] = ((), ())
+        """The patches and deletes of the write being applied, for ``_after_write``."""
         self._added: _Added | None = None
         """The few records the write being applied inserts (``_keep_untouched_scopes``)."""
         self._touched: frozenset[str] | None = None
@@ -546,7 +551,7 @@ class DuckDBStore(MemoryStore):
         self._memo, self._memo_clock = {}, -1
         self._fts_stats = None
         self._scopes, self._rows, self._scope_sizes = {}, {}, {}
-        self._known = (-1, {})
+        self._id_rows = {}
         if not self._read_only:
             # snapshot tables a crash left behind (built, never made current)
             current = {s.table for s in (self._vidx, self._fts) if s is not None}
@@ -695,6 +700,7 @@ class DuckDBStore(MemoryStore):
         """One try of ``_transact`` (under the store lock)."""
         con = self._conn()
         self._touched = self._added = None
+        self._written = ((), ())
         try:
             with _mapped_errors():
                 tx = _Tx(con)
@@ -714,6 +720,7 @@ class DuckDBStore(MemoryStore):
                 ).fetchall()}
             first = next((rid for rid in ids if rid in stored), ids[0])
             raise Conflict(f"record id {first!r} already exists") from None
+        self._after_write()
         current = self._memo_clock == self._clock
         _, vec_changes, doc_changes, vec_count, self._seq, self._clock = applied
         if current and self._touched is not None:
@@ -723,6 +730,20 @@ class DuckDBStore(MemoryStore):
         self._n_vectors += vec_count
         self._maybe_start_builder()
         return applied
+
+    def _after_write(self) -> None:
+        """Bring the rows kept for queries by id (``_id_rows``) to what the committed write made
+        of them: each patch as its ``UPDATE`` in ``_apply`` set the columns, deleted rows gone."""
+        patches, deletes = self._written
+        kept = self._id_rows
+        if not kept:
+            return
+        for patch in patches:
+            row = kept.get(patch.record_id)
+            if row is not None:
+                kept[patch.record_id] = _patched_row(row, patch)
+        for rid in deletes:
+            kept.pop(rid, None)
 
     def _keep_untouched_scopes(self, touched: frozenset[str], added: _Added | None = None) -> None:
         """After a write that added, patched or deleted records of the ``touched`` types only,
@@ -761,6 +782,7 @@ class DuckDBStore(MemoryStore):
         stale: list[tuple[str, int]] = []
         added: list[Record] = []
         dim = self.dimension
+        self._written = (batch.patch, batch.delete)
         # has_vec as it is and the type of every patched or deleted record, read at once before
         # any change: the batch's own adds are known here, and each patch and delete below moves
         # this view along. (No UPDATE … RETURNING: DuckDB runs it, as any update of ``vec``, as a
@@ -771,9 +793,9 @@ class DuckDBStore(MemoryStore):
             item.record.record_id: (item.vector is not None, item.record.record_type.value) for item in batch.add
         }
         wanted = [rid for rid in dict.fromkeys([*(p.record_id for p in batch.patch), *batch.delete]) if rid not in rows]
-        known_at, known = self._known
-        if wanted and known_at == ver:  # read by id since the last write (_query): still so
-            rows.update((rid, known[rid]) for rid in wanted if rid in known)
+        if wanted:  # records a query by id read (_query), as they are now
+            known = self._id_rows
+            rows.update((rid, (bool(known[rid][-1]), known[rid][1])) for rid in wanted if rid in known)
             wanted = [rid for rid in wanted if rid not in rows]
         if wanted:
             ids = ", ".join(sql_str(rid) for rid in wanted) if len(wanted) <= _MAX_ID_LOOKUP else f"SELECT unnest({sql_str_list(wanted)})"
@@ -928,12 +950,16 @@ class DuckDBStore(MemoryStore):
             # the window are applied here, with the reference semantics of a filter
             if not ids:
                 return []
-            sql = f"SELECT {_COLS}, r.has_vec FROM am_records r WHERE r.rid IN ({', '.join(sql_str(i) for i in ids)})"
             with self._lock, _mapped_errors():
-                rows = self._conn().execute(sql).fetchall()
-                # what a write patching these records reads first, while no write has come between
-                # (the turn reads its thread record, then patches its state: _apply)
-                self._known = (self._clock, {row[0]: (bool(row[-1]), row[1]) for row in rows})
+                kept = self._id_rows
+                if all(i in kept for i in ids):
+                    rows = [kept[i] for i in ids]
+                else:
+                    sql = f"SELECT {_COLS}, r.has_vec FROM am_records r WHERE r.rid IN ({', '.join(sql_str(i) for i in ids)})"
+                    rows = self._conn().execute(sql).fetchall()
+                    if len(kept) + len(rows) > _ID_ROWS:
+                        kept.clear()
+                    kept.update((row[0], row) for row in rows)
             found = sorted((rec for rec in map(decode_record, rows) if record_matches(rec, filter)), key=_by_seq, reverse=desc)
             return found[offset:] if limit is None else found[offset : offset + limit]
         where, params = compile_filter(filter, udf=self._udf)
@@ -1819,6 +1845,37 @@ def _by_seq(record: Record) -> int:
 
 def _row_seq(row: tuple[Any, ...]) -> int:
     return int(row[7])  # RECORD_COLUMNS: seq is the eighth
+
+
+def _patched_row(row: tuple[Any, ...], patch: RecordPatch) -> tuple[Any, ...]:
+    """A kept row (``_COLS`` and ``has_vec``) after ``patch``, column for column what the
+    ``UPDATE`` in ``DuckDBStore._apply`` stores."""
+    new = list(row)
+    if isinstance(patch.content, str):
+        new[2] = patch.content
+    if isinstance(patch.index_text, str):
+        new[13] = patch.index_text
+    elif patch.index_text is None or isinstance(patch.content, str):  # new content: index it
+        new[13] = None
+    if isinstance(patch.metadata, Mapping):
+        new[12] = dump_json(dict(patch.metadata))
+    if patch.status is not UNSET:
+        new[11] = RecordStatus(patch.status).value
+    if isinstance(patch.timestamp, datetime):
+        new[8] = patch.timestamp.isoformat()
+    if patch.expires_at is None:
+        new[10] = None
+    elif isinstance(patch.expires_at, datetime):
+        new[10] = patch.expires_at.isoformat()
+    if patch.vector is None:
+        new[14] = False
+    elif isinstance(patch.vector, np.ndarray):
+        new[14] = True
+    return tuple(new)
+
+
+_ID_ROWS = 4_096
+"""Rows kept for queries by id (``DuckDBStore._id_rows``); past it they start again."""
 
 
 class _Tx:

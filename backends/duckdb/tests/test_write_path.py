@@ -1,7 +1,7 @@
 """The write path's bookkeeping (``DuckDBStore._apply``): the ``has_vec`` and type of every
 patched or deleted record are read once per batch, taken from the batch's own adds, or from
-the last query by id when no write came between, and each patch and delete moves that view
-along. The vector count, the stale snapshot rows and the errors must be what the statements
+the rows queries by id read (kept as every committed write changes them), and each patch and
+delete moves that view along. The vector count, the stale snapshot rows and the errors must be what the statements
 one at a time gave."""
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ def _store(tmp_path: Path, h: Any, name: str, n: int = 60) -> DuckDBStore:
 
 
 def _vectors_in_sql(store: DuckDBStore) -> int:
-    (n,) = store._conn().execute("SELECT count(*) FROM am_records WHERE has_vec").fetchone()
-    return int(n)
+    row = store._conn().execute("SELECT count(*) FROM am_records WHERE has_vec").fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 def _stale(store: DuckDBStore) -> list[tuple[str, int]]:
@@ -62,7 +63,7 @@ def test_a_batch_counts_vectors_and_stale_rows_like_the_statements_one_by_one(tm
         if read_first:
             ids = ("r003", "r004", "plain", "r005")
             assert {r.record_id for r in store.query(RecordFilter(record_ids=ids))} == set(ids)
-            assert set(store._known[1]) == set(ids) and store._known[0] == store._clock
+            assert set(store._id_rows) == set(ids)
         store.write(_batch(h))
         clock = store._clock
         # one vector added with "fresh" and taken away again; r003 and r004 lose theirs, plain
@@ -76,9 +77,9 @@ def test_a_batch_counts_vectors_and_stale_rows_like_the_statements_one_by_one(tm
         store.close()
 
 
-def test_a_query_by_id_before_another_write_is_not_used(tmp_path: Path, h: Any) -> None:
-    """What a query by id read is the records' state only until the next write: a second patch
-    taking the vector away finds none to take (the count drops once)."""
+def test_a_row_read_by_id_follows_the_writes_after_it(tmp_path: Path, h: Any) -> None:
+    """A row a query by id read follows the writes after it: a second patch taking the vector
+    away finds none to take (the count drops once)."""
     store = _store(tmp_path, h, "m.db")
     try:
         before = store._n_vectors
@@ -266,3 +267,60 @@ def test_a_version_3_file_opens_with_its_counters(tmp_path: Path, h: Any) -> Non
         assert added.seq == 41
     finally:
         store.close()
+
+
+def test_rows_kept_for_queries_by_id_follow_every_write(tmp_path: Path, h: Any) -> None:
+    """Queries by id answer from the rows they read before, brought along by each committed
+    patch (every column a patch can set) and delete, and never by a batch that failed: the
+    same records, in the same order and window, as a fresh read from the table."""
+    from datetime import datetime, timedelta, timezone
+
+    from agentmemory.records import RecordStatus
+
+    store = _store(tmp_path, h, "m.db", n=8)
+    t0 = datetime(2026, 2, 3, 4, 5, 6, 789, tzinfo=timezone(timedelta(hours=-3)))
+    ids = ("r001", "r002", "r003", "r004", "plain")
+
+    def both(flt: RecordFilter, **window: Any) -> tuple[list[Any], list[Any]]:
+        kept = store.query(flt, **window)
+        saved, store._id_rows = store._id_rows, {}
+        try:
+            fresh = store.query(flt, **window)
+        finally:
+            store._id_rows = saved
+        return kept, fresh
+
+    try:
+        store.query(RecordFilter(record_ids=ids))
+        assert set(store._id_rows) == set(ids)
+        store.write(WriteBatch(patch=[
+            RecordPatch("r001", content="new words"),  # index_text reset
+            RecordPatch("r002", index_text="terms", metadata={"a": [1, 2.5, "é"]}, status=RecordStatus.INVALID),
+            RecordPatch("r003", timestamp=t0, expires_at=t0 + timedelta(days=2), vector=None),
+            RecordPatch("plain", vector=np.ones(DIM, dtype=np.float32), expires_at=None),
+        ], delete=["r004"]))
+        with pytest.raises(NotFound):  # rolled back: the kept rows stay as committed
+            store.write(WriteBatch(patch=[RecordPatch("r001", content="lost")], delete=["missing"]))
+        fresh_rows = store._conn().execute(
+            f"SELECT {', '.join('r.' + c.strip() for c in store_columns())}, r.has_vec FROM am_records r "
+            "WHERE r.rid IN ('r001', 'r002', 'r003', 'plain')"
+        ).fetchall()
+        assert {row[0]: row for row in fresh_rows} == {rid: row for rid, row in store._id_rows.items() if rid != "r004"}
+        assert "r004" not in store._id_rows
+        for flt, window in [
+            (RecordFilter(record_ids=ids), {}),
+            (RecordFilter(record_ids=ids, statuses=frozenset({RecordStatus.VALID})), {"limit": 2}),
+            (RecordFilter(record_ids=ids, alive_at=t0 + timedelta(days=3)), {}),
+            (RecordFilter(record_ids=ids), {"offset": 1, "limit": 2}),
+        ]:
+            kept, fresh = both(flt, **window)
+            assert kept == fresh
+        assert [r.record_id for r in store.query(RecordFilter(record_ids=ids))] == ["r001", "r002", "r003", "plain"]
+    finally:
+        store.close()
+
+
+def store_columns() -> list[str]:
+    from agentmemory_duckdb._sql import RECORD_COLUMNS
+
+    return RECORD_COLUMNS.split(",")
