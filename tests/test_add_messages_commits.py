@@ -16,11 +16,11 @@ from agentmemory import AgentMemory, HashingEmbedder, MemoryExtractionConfig, Me
 from agentmemory.extraction.base import Extractor
 from agentmemory.extraction.models import ExtractionContext, ExtractionOutput, MemoryCandidate
 from agentmemory.ids import new_id, thread_record_id
-from agentmemory.operations.extraction import ONE_COMMIT_LIMIT
+from agentmemory.operations.extraction import NEWEST, ONE_COMMIT_LIMIT
 from agentmemory.operations.lookup import thread_state
 from agentmemory.records import MEMORY_TYPES
 from agentmemory.reference_store import InMemoryStore
-from agentmemory.spi import RecordFilter, WriteBatch
+from agentmemory.spi import Order, RecordFilter, RecordPatch, WriteBatch
 
 
 class CountingStore(InMemoryStore):
@@ -29,10 +29,17 @@ class CountingStore(InMemoryStore):
     def __init__(self) -> None:
         super().__init__()
         self.batches: list[WriteBatch] = []
+        self.queries = []
 
     def _write(self, batch: WriteBatch) -> list[Record]:
         self.batches.append(batch)
         return super()._write(batch)
+
+    def _query(self, filter: RecordFilter, order: Order, limit: int | None, offset: int) -> list[Record]:
+        self.queries.append(filter)
+        return super()._query(filter, order, limit, offset)
+
+    queries: list[RecordFilter] = []
 
 
 def order(n: int) -> list[dict[str, Any]]:
@@ -177,3 +184,137 @@ def test_a_store_written_in_the_old_state_format_goes_on_without_repeats(store: 
     again = client_on(store)  # inline, on the same open store
     again.get_thread("t").add_messages(order(1))
     extracted_once(again, 2)
+
+
+def state_of(store: CountingStore) -> dict[str, Any]:
+    return thread_state(store.query(RecordFilter(record_ids=(thread_record_id("t"),)))[0])
+
+
+def message_scans(store: CountingStore) -> list[RecordFilter]:
+    """The thread's messages read other than by id (the unextracted ones, the newest one)."""
+    return [f for f in store.queries if f.thread_id == "t" and f.record_ids is None]
+
+
+def index_text(store: CountingStore, record_id: str) -> str:
+    text = store.query(RecordFilter(record_ids=(record_id,)))[0].index_text
+    assert text is not None
+    return text
+
+
+def test_a_turn_after_an_extracting_one_reads_only_the_newest_message_by_id(store: CountingStore) -> None:
+    """The state names the newest message (``NEWEST``) when nothing is left pending: the next
+    turn reads it by id (the turn its first message's index text quotes) and no other message."""
+    client = client_on(store)
+    thread = client.create_thread(thread_id="t", user_id="u")
+    thread.add_messages(order(0))
+    last = thread.add_messages(order(1))
+    assert state_of(store)[NEWEST] == last[1]
+    store.queries.clear()
+    now = thread.add_messages(order(2))
+    assert message_scans(store) == []
+    assert [f.record_ids for f in store.queries if f.thread_id == "t"] == [(last[1],)]
+    assert "assistant: Sorry to hear that." in index_text(store, now[0])
+    assert state_of(store)[NEWEST] == now[1]
+    assert state_of(store)["extracted_seq"] == store.query(RecordFilter(record_ids=(last[1],)))[0].seq
+    extracted_once(client, 3)
+
+
+def test_the_next_turn_quotes_the_newest_message_as_edited(store: CountingStore) -> None:
+    client = client_on(store)
+    thread = client.create_thread(thread_id="t", user_id="u")
+    ids = thread.add_messages(order(0))
+    thread.update_message(ids[1], content="Edited: a refund is on its way.")
+    store.queries.clear()
+    now = thread.add_messages(order(1))
+    assert message_scans(store) == []
+    assert "assistant: Edited: a refund is on its way." in index_text(store, now[0])
+    extracted_once(client, 2)
+
+
+def test_the_next_turn_after_the_newest_message_is_deleted_quotes_the_one_before(store: CountingStore) -> None:
+    """The newest message gone, the turn reads the thread's unextracted messages as before."""
+    client = client_on(store)
+    thread = client.create_thread(thread_id="t", user_id="u")
+    ids = thread.add_messages(order(0))
+    thread.delete_message(ids[1])
+    store.queries.clear()
+    now = thread.add_messages(order(1))
+    assert len(message_scans(store)) == 1
+    text = index_text(store, now[0])
+    assert "user: Order 7000 arrived damaged" in text and "Sorry" not in text
+    assert state_of(store)[NEWEST] == now[1]
+    extracted_once(client, 2)
+
+
+def test_a_thread_written_without_the_newest_id_reads_its_unextracted_messages(store: CountingStore) -> None:
+    """A state written before ``NEWEST`` existed: the turn reads as before, then writes it."""
+    client = client_on(store)
+    thread = client.create_thread(thread_id="t", user_id="u")
+    ids = thread.add_messages(order(0))
+    rec = store.query(RecordFilter(record_ids=(thread_record_id("t"),)))[0]
+    meta = dict(rec.metadata)
+    meta["$agent_memory"] = {**meta["$agent_memory"], "state": {k: v for k, v in state_of(store).items() if k != NEWEST}}
+    store.write(WriteBatch(patch=[RecordPatch(rec.record_id, metadata=meta)]))
+    store.queries.clear()
+    now = thread.add_messages(order(1))
+    assert len(message_scans(store)) == 1
+    assert "assistant: Sorry to hear that." in index_text(store, now[0])
+    assert state_of(store)[NEWEST] == now[1] and ids[1] not in state_of(store)["extracted_ids"]
+    extracted_once(client, 2)
+
+
+@pytest.mark.parametrize("how", ["not extracting", "not due", "background", "over the limit"])
+def test_messages_committed_without_their_extraction_drop_the_newest_id(store: CountingStore, how: str) -> None:
+    """Messages left pending are committed with a state without ``NEWEST`` (same batch), so the
+    next inline turn reads the thread's unextracted messages, extracts them once and quotes the
+    newest of them."""
+    client = client_on(store)
+    thread = client.create_thread(thread_id="t", user_id="u")
+    thread.add_messages(order(0))
+    assert NEWEST in state_of(store)
+    store.batches.clear()
+    if how == "over the limit":
+        many = [{"role": "tool", "content": f"log line {i}"} for i in range(ONE_COMMIT_LIMIT)] + order(1)
+        thread.add_messages(many)
+    elif how == "background":
+        thread.add_messages(order(1), memory_extraction_config={"extraction_mode": "background"})
+        assert client.wait_for_memory_extraction(timeout=10)
+    elif how == "not due":
+        thread.add_messages(order(1), memory_extraction_config={"memory_extraction_frequency": 5})
+    else:
+        thread.add_messages(order(1), memory_extraction_config={"extract_memories": False})
+    first = store.batches[0]
+    assert [p.record_id for p in first.patch] == [thread_record_id("t")]
+    assert NEWEST not in first.patch[0].metadata["$agent_memory"]["state"]
+    store.queries.clear()
+    now = thread.add_messages(order(2))
+    assert message_scans(store)  # (two when the background job left nothing pending: the newest by seq)
+    assert "assistant: Sorry to hear that." in index_text(store, now[0])
+    assert state_of(store)[NEWEST] == now[1]
+    extracted_once(client, 3)
+    client.close()
+
+
+def test_a_failed_commit_keeps_the_messages_pending_without_the_newest_id(store: CountingStore) -> None:
+    """The turn's one commit fails (here: once, at a memory): its messages are written alone with
+    the state's ``NEWEST`` dropped, and the next turn extracts them once and quotes the newest."""
+    client = client_on(store)
+    thread = client.create_thread(thread_id="t", user_id="u")
+    thread.add_messages(order(0))
+    failing = [True]
+    plain_write = store._write
+
+    def write_once_failing(batch: WriteBatch) -> list[Record]:
+        if failing[0] and any(item.record.record_type in MEMORY_TYPES for item in batch.add):
+            failing[0] = False
+            raise RuntimeError("the disk is full")
+        return plain_write(batch)
+
+    store._write = write_once_failing  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError):
+        thread.add_messages(order(1))
+    assert NEWEST not in state_of(store)
+    now = thread.add_messages(order(2))
+    assert "assistant: Sorry to hear that." in index_text(store, now[0])
+    assert [m.content for m in thread.get_messages()][::2] == [order(n)[0]["content"] for n in range(3)]
+    extracted_once(client, 3)

@@ -741,7 +741,9 @@ def test_memories_and_extraction_state_are_one_write(tmp_path: Any) -> None:
 def test_a_turn_with_a_model_is_one_write_and_a_folded_summary_one_more(llm: OpenAICompatibleLlm, brain: Brain) -> None:
     """With a model the extraction call happens before the commit, so the messages, memories and
     state are still one write; a summary folded into that call is written after it (it records
-    the seq of its last message), with the summary state; a failed call writes the messages alone."""
+    the seq of its last message), with the summary state; a failed call writes the messages alone
+    (and the state without the newest message's id, ``NEWEST``)."""
+    from agentmemory.ids import thread_record_id
     from agentmemory.reference_store import InMemoryStore
     from agentmemory.spi import WriteBatch
 
@@ -773,7 +775,10 @@ def test_a_turn_with_a_model_is_one_write_and_a_folded_summary_one_more(llm: Ope
             with pytest.raises(ModelError):
                 thread.add_messages([{"role": "user", "content": "lost?"}])
             [only] = store.batches
-            assert [item.record.content for item in only.add] == ["lost?"] and not only.patch
+            assert [item.record.content for item in only.add] == ["lost?"]
+            # with them only the thread's state loses the newest message's id (they are pending)
+            [drop] = only.patch
+            assert drop.record_id == thread_record_id("t") and "newest_id" not in drop.metadata["$agent_memory"]["state"]
             brain.extraction = lambda req: {"memories": [fact(f"Fact {len(brain.requests('extraction'))}.")]}
         finally:
             client.close(timeout=5)

@@ -21,13 +21,13 @@ from ..config import (
 )
 from ..effects import Call, Op
 from ..embedders.base import embed_op
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, NotFound
 from ..extraction import prompts
 from ..extraction.base import Extractor, ExtractorChain, structured_op
 from ..extraction.models import ExtractionContext, ExtractionOutput, LinkOutput, SummaryOutput
 from ..ids import new_id
 from ..records import MEMORY_TYPES, MESSAGE_TYPES, Link, LinkType, Record, RecordStatus, RecordType
-from ..spi import NewRecord, Order, WriteBatch
+from ..spi import NewRecord, Order, RecordPatch, WriteBatch
 from ..validation import RESERVED_METADATA_KEY, internal_metadata, validate_metadata
 from .context import OMITTED, MemoryContext, ThreadScope
 from .links import invalidation_patches
@@ -69,11 +69,22 @@ def _one_extractor(ctx: MemoryContext, llm: Any, choice: Any) -> Extractor:
 
 
 class Pending(NamedTuple):
-    """A thread's messages from ``seq`` ``since`` on, alive, oldest first, as one read saw them."""
+    """A thread's messages from ``seq`` ``since`` on, alive, oldest first, as one read saw them;
+    those the state marks extracted (``extracted_ids``) may be left out, but never the newest."""
 
     since: int
     rows: list[Record]
 
+
+NEWEST = "newest_id"
+"""The key of the thread's extraction state naming the thread's newest message, written only by
+a commit that leaves nothing pending: an inline extraction committed with the call's messages
+(the newest of them). Every other commit of ``add_messages`` that adds messages to the thread
+drops it in the same batch (background mode, calls over ``ONE_COMMIT_LIMIT``, a turn not yet
+due, messages kept after a failed extraction), so while it is there, the messages after
+``extracted_seq`` are exactly ``extracted_ids`` and it is the newest: the next turn reads that
+message by id (the previous turn its index text quotes, as it is now) instead of the thread's
+unextracted messages (``inline_pending_op``)."""
 
 ONE_COMMIT_LIMIT = 100
 """The most messages one ``add_messages`` commits together with their inline extraction. Their
@@ -102,7 +113,17 @@ def inline_pending_op(
         return None
     if not thread_config(ctx, scope, call, thread).extract_memories:
         return None
-    since = int(thread_state(thread).get("extracted_seq", 0)) + 1
+    state = thread_state(thread)
+    since = int(state.get("extracted_seq", 0)) + 1
+    newest = state.get(NEWEST)
+    if isinstance(newest, str) and newest in (state.get("extracted_ids") or ()):
+        # nothing pending (see NEWEST): the newest message alone, by id; gone (deleted,
+        # expired): the thread's unextracted messages as before
+        last: list[Record] = yield Call(
+            ctx.store, "query", (ctx.alive(thread_id=scope.thread_id, record_types=MESSAGE_TYPES, record_ids=(newest,)),)
+        )
+        if last and last[0].seq >= since:
+            return Pending(since, last)
     rows: list[Record] = yield Call(ctx.store, "query", (ctx.alive(thread_id=scope.thread_id, record_types=MESSAGE_TYPES, min_seq=since),))
     return Pending(since, rows)
 
@@ -130,12 +151,23 @@ def after_messages_op(
     if work and cfg.extraction_mode is not MemoryExtractionMode.BACKGROUND and len(new) <= ONE_COMMIT_LIMIT:
         added = yield from process_op(ctx, scope, call, thread, new, pending)
         return added
-    stored: list[Record] = yield Call(ctx.store, "write", (WriteBatch(add=list(new)),))
+    rec = thread if thread is not None else (yield from thread_record_op(ctx, scope.thread_id))
+    drop = _drop_newest(rec)
+    stored: list[Record] = yield Call(ctx.store, "write", (WriteBatch(add=list(new), patch=[] if drop is None else [drop]),))
     if work and cfg.extraction_mode is MemoryExtractionMode.BACKGROUND:
         ctx.background.submit(scope.thread_id, lambda: _discard(process_op(ctx, scope, call)))
     elif work:
         yield from process_op(ctx, scope, call, thread)
     return stored
+
+
+def _drop_newest(thread: Record) -> RecordPatch | None:
+    """The patch that drops ``NEWEST`` from ``thread``'s state as stored (else unchanged), for a
+    batch that adds messages without their extraction; None when the state has no ``NEWEST``."""
+    state = thread_state(thread)
+    if state.pop(NEWEST, None) is None:
+        return None
+    return state_patch(thread, state)
 
 
 def _discard(op: Op[list[Record]]) -> Op[None]:
@@ -161,8 +193,10 @@ def process_op(
     ``extracted_seq``, and those after it listed in ``extracted_ids`` (messages committed with
     their own extraction, before their ``seq`` was known). It is written in the same batch as
     the memories, their links and invalidations, so no crash between them can make messages
-    extract twice or lose an extraction. ``pending_read``: those messages as this call already
-    read them (``inline_pending_op``), used when read from the same ``extracted_seq``."""
+    extract twice or lose an extraction; so is ``NEWEST`` (the newest message, when nothing is
+    left pending), and dropped from it by a commit of messages left pending. ``pending_read``:
+    those messages as this call already read them (``inline_pending_op``), used when read from
+    the same ``extracted_seq``."""
     llm = scope.effective_llm(ctx)
     rec = thread if thread is not None else (yield from thread_record_op(ctx, scope.thread_id))
     cfg = thread_config(ctx, scope, call, rec)
@@ -176,6 +210,11 @@ def process_op(
     state_changed = bool(marked & fresh_ids)
     if state_changed:
         state["extracted_ids"] = [i for i in state["extracted_ids"] if i not in fresh_ids]
+    # the messages of this call committed without their extraction (left pending): no NEWEST
+    drop = bool(fresh) and NEWEST in state
+    if drop:
+        state.pop(NEWEST)
+        state_changed = True
     base = ctx.alive(thread_id=scope.thread_id, record_types=MESSAGE_TYPES)
     rows: list[Record] = []
     pending: list[Record] = []
@@ -210,13 +249,16 @@ def process_op(
             )
         except Exception:
             if new:  # the messages are kept, pending for the next call
-                yield Call(ctx.store, "write", (batch,))
+                alone = yield from _alone_op(ctx, scope, new, drop)
+                yield Call(ctx.store, "write", (alone,))
             raise
         state["extracted_seq"] = max(extracted_seq, rows[-1].seq if rows else 0)
         if fresh:
             state["extracted_ids"] = [r.record_id for r in fresh]
+            state[NEWEST] = fresh[-1].record_id  # committed with this extraction: nothing left pending
         else:
             state.pop("extracted_ids", None)
+            state.pop(NEWEST, None)
         # after a model call the thread record is read again (an update_thread may have landed)
         rec = (yield from thread_record_op(ctx, scope.thread_id)) if asked_llm else rec
         batch = WriteBatch(
@@ -224,7 +266,7 @@ def process_op(
         )
     elif state_changed:
         batch = replace(batch, patch=[state_patch(rec, state)])
-    added = yield from _commit_op(ctx, batch, new)
+    added = yield from _commit_op(ctx, scope, batch, new, drop)
     stored = {r.record_id: r for r in added[: len(new)]}
     summary_due = [stored.get(r.record_id, r) for r in summary_due]  # with the seq just assigned
     if folded is not None:
@@ -243,15 +285,31 @@ def process_op(
     return added[: len(new)]
 
 
-def _commit_op(ctx: MemoryContext, batch: WriteBatch, new: Sequence[NewRecord]) -> Op[list[Record]]:
+def _alone_op(ctx: MemoryContext, scope: ThreadScope, new: Sequence[NewRecord], drop: bool) -> Op[WriteBatch]:
+    """The batch that commits the messages ``new`` without their extraction (left pending): with
+    the patch dropping ``NEWEST`` when ``drop`` (the state had it), made from the thread record
+    as it is now (a model call came between: an ``update_thread`` may have landed)."""
+    patch = None
+    if drop:
+        try:
+            current = yield from thread_record_op(ctx, scope.thread_id)
+        except NotFound:  # no thread record, no state to drop it from
+            current = None
+        patch = None if current is None else _drop_newest(current)
+    return WriteBatch(add=list(new), patch=[] if patch is None else [patch])
+
+
+def _commit_op(ctx: MemoryContext, scope: ThreadScope, batch: WriteBatch, new: Sequence[NewRecord], drop: bool) -> Op[list[Record]]:
     """Write ``batch``. When it fails and holds more than the messages ``new``, the messages are
-    written alone (left pending, as after a failed extraction) and the first error is raised."""
+    written alone (left pending, as after a failed extraction: ``_alone_op``) and the first error
+    is raised."""
     try:
         added: list[Record] = yield Call(ctx.store, "write", (batch,))
     except Exception:
         if new and (len(batch.add) > len(new) or batch.patch or batch.add_links):
             try:
-                yield Call(ctx.store, "write", (WriteBatch(add=list(new)),))
+                alone = yield from _alone_op(ctx, scope, new, drop)
+                yield Call(ctx.store, "write", (alone,))
             except Exception:  # noqa: BLE001 - the first error is the one to report
                 pass
         raise

@@ -9,7 +9,9 @@ embedder, ``auto_index=false``), then times 100 turns of 2 messages in one threa
 ``extracting`` (a preference the extractor turns into a memory). Prints the turn's p50 and, per
 SPI method, calls per turn and their time. To compare two commits, run it once per checkout
 with ``PYTHONPATH=CHECKOUT:CHECKOUT/backends/duckdb`` (a ``git worktree``): the backend comes
-from that path then.
+from that path then. With ``--store PATH`` the built store is kept there (built when missing)
+and each run times its turns on a fresh copy of it, so runs of two checkouts (two cores) can
+alternate on the same store without building it again; each prints the 1-minute load.
 
 ``--old-backend CHECKOUT`` compares two DuckDB backends in one process, turn by turn (on a
 shared machine the load drifts between runs; here both sides see the same moments): the store
@@ -48,10 +50,13 @@ def main() -> None:
     ap.add_argument("--turn", choices=sorted(TURNS), default="plain")
     ap.add_argument("--calls", type=int, default=100)
     ap.add_argument("--old-backend", type=Path, help="a checkout whose DuckDB backend runs beside this one, turn by turn")
-    ap.add_argument("--store", type=Path, help="with --old-backend: the built store's file, kept for the next run (built when missing; only copies are written)")
+    ap.add_argument("--store", type=Path, help="the built store's file, kept for the next run (built when missing; only copies are written)")
     args = ap.parse_args()
-    if args.old_backend is not None and args.store is not None and args.store.exists():
-        side_by_side(str(args.store), args.old_backend, args.turn, args.calls)
+    if args.store is not None and args.store.exists():
+        if args.old_backend is not None:
+            side_by_side(str(args.store), args.old_backend, args.turn, args.calls)
+        else:
+            on_copy(args.store, args.turn, args.calls)
         return
     built = args.store or Path(tempfile.mkdtemp()) / "store.duckdb"
     client = AgentMemory(f"duckdb://{built}?auto_index=false", embedder=HashingEmbedder(384))
@@ -70,6 +75,29 @@ def main() -> None:
         client.close()
         side_by_side(str(built), args.old_backend, args.turn, args.calls)
         return
+    if args.store is not None:
+        client.close()
+        on_copy(args.store, args.turn, args.calls)
+        return
+    time_turns(client, args.turn, args.calls)
+
+
+def on_copy(built: Path, turn: str, calls: int) -> None:
+    """``time_turns`` on a copy of the store file ``built`` (which stays as it is)."""
+    work = Path(tempfile.mkdtemp())
+    shutil.copy(built, work / "store.duckdb")
+    client = AgentMemory(f"duckdb://{work / 'store.duckdb'}?auto_index=false", embedder=HashingEmbedder(384))
+    try:
+        time_turns(client, turn, calls)
+    finally:
+        shutil.rmtree(work)
+
+
+def time_turns(client: AgentMemory, turn: str, calls: int) -> None:
+    """``calls`` turns in the ``hot`` thread, timed, with each SPI method's calls; closes ``client``."""
+    import agentmemory
+
+    hot = client.get_thread("hot")
     store: Any = client.store
     spent: dict[str, list[float]] = {}
     for name in ("query", "write", "vector_search", "keyword_search"):
@@ -83,18 +111,21 @@ def main() -> None:
                 spent.setdefault(_name, []).append(time.perf_counter() - start)
 
         setattr(store, name, timed)
-    user, reply = TURNS[args.turn]
+    user, reply = TURNS[turn]
     turns = []
-    for i in range(args.calls):
+    loads = []
+    for i in range(calls):
         start = time.perf_counter()
         hot.add_messages([{"role": "user", "content": user.format(i=i)}, {"role": "assistant", "content": reply}])
         turns.append(time.perf_counter() - start)
+        if i % 10 == 0:
+            loads.append(os.getloadavg()[0])
     turns.sort()
-    print(f"{args.turn} turn p50 {turns[len(turns) // 2] * 1000:.2f} ms")
+    print(f"{turn} turn p50 {turns[len(turns) // 2] * 1000:.2f} ms (core {Path(agentmemory.__file__).parent.parent}, load {min(loads):.1f}-{max(loads):.1f})")
     for name, times in spent.items():
         times.sort()
-        print(f"  {name}: {len(times) / args.calls:.1f} per turn, p50 {times[len(times) // 2] * 1000:.2f} ms, "
-              f"{sum(times) / args.calls * 1000:.2f} ms per turn")
+        print(f"  {name}: {len(times) / calls:.1f} per turn, p50 {times[len(times) // 2] * 1000:.2f} ms, "
+              f"{sum(times) / calls * 1000:.2f} ms per turn")
     client.close()
 
 
