@@ -286,6 +286,10 @@ class DuckDBStore(MemoryStore):
         a turn's read of its thread record, and the write that patches it, ask DuckDB nothing."""
         self._written: tuple[Sequence[RecordPatch], Sequence[str]] = ((), ())
         """The patches and deletes of the write being applied, for ``_after_write``."""
+        self._inserted: list[tuple[Any, ...]] = []
+        """The rows the write being applied inserts as literals (``_values_insert``), as queries
+        by id read them, for ``_after_write`` to keep: the next turn reads its previous message,
+        written by the turn before, by id."""
         self._added: _Added | None = None
         """The few records the write being applied inserts (``_keep_untouched_scopes``)."""
         self._touched: frozenset[str] | None = None
@@ -701,6 +705,7 @@ class DuckDBStore(MemoryStore):
         con = self._conn()
         self._touched = self._added = None
         self._written = ((), ())
+        self._inserted = []
         try:
             with _mapped_errors():
                 tx = _Tx(con)
@@ -736,6 +741,11 @@ class DuckDBStore(MemoryStore):
         of them: each patch as its ``UPDATE`` in ``_apply`` set the columns, deleted rows gone."""
         patches, deletes = self._written
         kept = self._id_rows
+        inserted, self._inserted = self._inserted, []
+        if inserted:  # before the patches: a batch's patches come after its adds
+            if len(kept) + len(inserted) > _ID_ROWS:
+                kept.clear()
+            kept.update((row[0], row) for row in inserted)
         if not kept:
             return
         for patch in patches:
@@ -808,6 +818,7 @@ class DuckDBStore(MemoryStore):
                 unit_rows = _unit_rows(matrix, missing)
                 tx.run(_values_insert(columns, unit_rows, missing, seq, ver))
                 new_rows = (unit_rows, missing)
+                self._inserted = _inserted_rows(columns, missing, seq)
             else:
                 tx.insert_arrow(_arrow_table(columns, matrix, missing, seq, ver))
             seq += len(batch.add)
@@ -1957,6 +1968,21 @@ def _values_insert(columns: ValidatedColumns, unit_rows: np.ndarray, missing: np
             "FALSE" if missing[i] else "TRUE", vec, text(columns.index_text[i]),
         )) + ")")
     return f"INSERT INTO am_records ({_RECORD_NAMES}) VALUES {', '.join(rows)}"
+
+
+def _inserted_rows(columns: ValidatedColumns, missing: np.ndarray, seq: int) -> list[tuple[Any, ...]]:
+    """The rows ``_values_insert`` inserts, as a query by id reads them (``_COLS`` and ``has_vec``)."""
+    rows = []
+    for i in range(len(columns)):
+        expires = columns.expires_at[i]
+        metadata = columns.metadata[i]
+        rows.append((
+            columns.record_id[i], columns.record_type[i].value, columns.content[i], columns.user_id[i], columns.agent_id[i],
+            columns.thread_id[i], columns.role[i], seq + i + 1, columns.timestamp[i].isoformat(), columns.created_at[i].isoformat(),
+            None if expires is None else expires.isoformat(), columns.status[i].value, dump_json(metadata) if metadata else "{}",
+            columns.index_text[i], not bool(missing[i]),
+        ))
+    return rows
 
 
 def _counters_sql(seq: int, ver: int) -> str:

@@ -291,6 +291,7 @@ def test_rows_kept_for_queries_by_id_follow_every_write(tmp_path: Path, h: Any) 
         return kept, fresh
 
     try:
+        store._id_rows.clear()  # the rows _store inserted as literals are kept too
         store.query(RecordFilter(record_ids=ids))
         assert set(store._id_rows) == set(ids)
         store.write(WriteBatch(patch=[
@@ -316,6 +317,41 @@ def test_rows_kept_for_queries_by_id_follow_every_write(tmp_path: Path, h: Any) 
             kept, fresh = both(flt, **window)
             assert kept == fresh
         assert [r.record_id for r in store.query(RecordFilter(record_ids=ids))] == ["r001", "r002", "r003", "plain"]
+    finally:
+        store.close()
+
+
+def test_rows_a_write_inserts_as_literals_are_kept_as_a_read_by_id_returns_them(tmp_path: Path, h: Any) -> None:
+    """A few added records (inserted as literals) are kept for queries by id as the table holds
+    them, a patch or delete of the same batch applied after, and a failed batch keeps nothing."""
+    from datetime import datetime, timedelta, timezone
+
+    store = _store(tmp_path, h, "m.db", n=8)
+    t0 = datetime(2026, 2, 3, 4, 5, 6, 789, tzinfo=timezone(timedelta(hours=-3)))
+    try:
+        store._id_rows.clear()
+        store.write(WriteBatch(
+            add=[
+                h.new("a1", np.ones(DIM), content="first", metadata={"k": [1, 2.5, "é"]}),
+                h.new("a2", None, content="second", timestamp=t0, expires_at=t0 + timedelta(days=2)),
+                h.new("a3", np.ones(DIM), content="third"),
+                h.new("a4", np.ones(DIM), content="fourth"),
+            ],
+            patch=[RecordPatch("a3", content="patched", vector=None)],
+            delete=["a4"],
+        ))
+        assert set(store._id_rows) == {"a1", "a2", "a3"}
+        with pytest.raises(NotFound):  # rolled back: nothing of it kept
+            store.write(WriteBatch(add=[h.new("lost", None)], delete=["missing"]))
+        assert "lost" not in store._id_rows
+        fresh_rows = store._conn().execute(
+            f"SELECT {', '.join('r.' + c.strip() for c in store_columns())}, r.has_vec FROM am_records r "
+            "WHERE r.rid IN ('a1', 'a2', 'a3')"
+        ).fetchall()
+        assert {row[0]: row for row in fresh_rows} == store._id_rows
+        kept = store.query(RecordFilter(record_ids=("a1", "a2", "a3", "a4")))
+        store._id_rows.clear()
+        assert kept == store.query(RecordFilter(record_ids=("a1", "a2", "a3", "a4")))
     finally:
         store.close()
 
