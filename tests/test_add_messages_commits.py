@@ -318,3 +318,22 @@ def test_a_failed_commit_keeps_the_messages_pending_without_the_newest_id(store:
     assert "assistant: Sorry to hear that." in index_text(store, now[0])
     assert [m.content for m in thread.get_messages()][::2] == [order(n)[0]["content"] for n in range(3)]
     extracted_once(client, 3)
+
+
+def test_messages_imported_into_a_thread_are_read_by_its_next_turn(store: CountingStore) -> None:
+    """An import that adds messages to a thread whose state names its newest message drops that
+    name in the same batch: the next turn quotes the imported newest message and extracts the
+    imported ones, as it did before the state named a newest message."""
+    from agentmemory.transfer import export_records, import_records
+
+    client = client_on(store)
+    client.create_thread(thread_id="t", user_id="u").add_messages(order(0))
+    assert NEWEST in state_of(store)
+    source = client_on(InMemoryStore(), extract_memories=False)
+    source.create_thread(thread_id="t", user_id="u").add_messages(order(1))
+    report = import_records(client, export_records(source), on_conflict="skip")
+    assert report.records_written == 2  # the two messages; the differing thread record is kept
+    assert NEWEST not in state_of(store)
+    now = client.get_thread("t").add_messages(order(2))
+    assert "assistant: Sorry to hear that." in index_text(store, now[0])
+    extracted_once(client, 3)

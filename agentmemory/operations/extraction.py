@@ -152,7 +152,7 @@ def after_messages_op(
         added = yield from process_op(ctx, scope, call, thread, new, pending)
         return added
     rec = thread if thread is not None else (yield from thread_record_op(ctx, scope.thread_id))
-    drop = _drop_newest(rec)
+    drop = drop_newest_patch(rec)
     stored: list[Record] = yield Call(ctx.store, "write", (WriteBatch(add=list(new), patch=[] if drop is None else [drop]),))
     if work and cfg.extraction_mode is MemoryExtractionMode.BACKGROUND:
         ctx.background.submit(scope.thread_id, lambda: _discard(process_op(ctx, scope, call)))
@@ -161,9 +161,10 @@ def after_messages_op(
     return stored
 
 
-def _drop_newest(thread: Record) -> RecordPatch | None:
+def drop_newest_patch(thread: Record) -> RecordPatch | None:
     """The patch that drops ``NEWEST`` from ``thread``'s state as stored (else unchanged), for a
-    batch that adds messages without their extraction; None when the state has no ``NEWEST``."""
+    batch that adds messages without their extraction (here, or an import into the thread);
+    None when the state has no ``NEWEST``."""
     state = thread_state(thread)
     if state.pop(NEWEST, None) is None:
         return None
@@ -295,7 +296,7 @@ def _alone_op(ctx: MemoryContext, scope: ThreadScope, new: Sequence[NewRecord], 
             current = yield from thread_record_op(ctx, scope.thread_id)
         except NotFound:  # no thread record, no state to drop it from
             current = None
-        patch = None if current is None else _drop_newest(current)
+        patch = None if current is None else drop_newest_patch(current)
     return WriteBatch(add=list(new), patch=[] if patch is None else [patch])
 
 

@@ -24,8 +24,10 @@ from ..effects import run_sync
 from ..embedders import Embedder
 from ..embedders.base import embed_op
 from ..errors import Conflict, InvalidArgument, NotFound
+from ..ids import thread_record_id
 from ..index_text import embedding_text
-from ..records import Link, Record
+from ..operations.extraction import drop_newest_patch
+from ..records import Link, Record, RecordType
 from ..spi import MemoryStore, NewRecord, RecordFilter, RecordPatch, WriteBatch
 from ..validation import validate_positive_int
 from .dump_format import DumpEnd, DumpEntry, DumpFormatError, DumpHeader, LinkEntry, RecordEntry
@@ -188,7 +190,8 @@ class _BatchWriter:
         if not self.dry_run:
             add_vectors, patch_vectors = self._vectors([entry for _, entry in adds], overwrites)
             batch = WriteBatch(add=[NewRecord(e.record, v) for (_, e), v in zip(adds, add_vectors, strict=True)],
-                               patch=[_overwrite(e, v) for e, v in zip(overwrites, patch_vectors, strict=True)],
+                               patch=[_overwrite(e, v) for e, v in zip(overwrites, patch_vectors, strict=True)]
+                               + self._threads_told(adds, overwrites),
                                add_links=new_links)
             try:
                 self.store.write(batch)
@@ -197,6 +200,19 @@ class _BatchWriter:
         self.report.records_written += len(adds)
         self.report.links_written += len(new_links)
         self.records, self.links = [], []
+
+    def _threads_told(self, adds: Sequence[tuple[int, RecordEntry]], overwrites: Sequence[RecordEntry]) -> list[RecordPatch]:
+        """Patches, in the same batch, that drop the stored "newest message" of each thread
+        this batch adds messages to (``operations.extraction.NEWEST``): with it the thread's
+        next turn would read only that message, not the imported ones after it. A thread record
+        the batch itself writes keeps the dump's own state."""
+        threads = {e.record.thread_id for _, e in adds if e.record.record_type is RecordType.MESSAGE and e.record.thread_id}
+        written = {e.record.record_id for _, e in adds} | {e.record.record_id for e in overwrites}
+        ids = tuple(rid for rid in sorted(thread_record_id(t) for t in threads) if rid not in written)
+        if not ids:
+            return []
+        stored = self.store.query(RecordFilter(record_ids=ids, record_types=frozenset({RecordType.THREAD})))
+        return [patch for thread in stored if (patch := drop_newest_patch(thread)) is not None]
 
     def _records(self) -> tuple[list[tuple[int, RecordEntry]], list[RecordEntry]]:
         """The pending records to add (with their line numbers) and those to overwrite; equal
