@@ -84,7 +84,9 @@ drops it in the same batch (background mode, calls over ``ONE_COMMIT_LIMIT``, a 
 due, messages kept after a failed extraction), so while it is there, the messages after
 ``extracted_seq`` are exactly ``extracted_ids`` and it is the newest: the next turn reads that
 message by id (the previous turn its index text quotes, as it is now) instead of the thread's
-unextracted messages (``inline_pending_op``)."""
+unextracted messages (``inline_pending_op``). An import that adds messages to the thread drops
+it too (``transfer.importing``); a message written to the store directly through the SPI does
+not, so such writes and ``add_messages`` must not be mixed on one thread."""
 
 ONE_COMMIT_LIMIT = 100
 """The most messages one ``add_messages`` commits together with their inline extraction. Their
