@@ -38,9 +38,11 @@ from agentmemory import AgentMemory, Thread
 from agentmemory.errors import BackendUnavailable
 from agentmemory.formatting import xml_text
 from agentmemory.index_text import spoken_line
+from agentmemory.operations.extraction import NEWEST
 from agentmemory.records import Record
 from agentmemory.spi import Capability, MemoryStore, RecordFilter
 from agentmemory.tokens import CallableCounter, EncodingCounter, estimate_tokens
+from agentmemory.validation import RESERVED_METADATA_KEY
 
 from .progress import Progress, note
 from .quality import fitted_card
@@ -469,16 +471,29 @@ def ingest(client: AgentMemory, convs: Sequence[LocomoConversation], *, extract:
 
 def store_snapshot(store: MemoryStore, user_id: str) -> tuple[tuple[Any, ...], ...]:
     """Everything stored for ``user_id`` (records with content, status, metadata, and their
-    links), to check that the card row leaves the thread as it found it."""
+    links), to check that the card row leaves the thread as it found it. The one thing left out
+    is the thread state's note of its newest message (``NEWEST``): a read shortcut, not content,
+    which adding the question without extraction rightly drops (the next turn reads the thread's
+    unextracted messages instead, and finds the same ones)."""
     records = store.query(RecordFilter(user_id=user_id))
     rows: list[tuple[Any, ...]] = [
         (r.record_id, r.record_type.value, r.content, r.status.value, r.role, r.timestamp.isoformat(), r.thread_id,
-         json.dumps(r.metadata, sort_keys=True, default=str))
+         json.dumps(_without_newest(r.metadata), sort_keys=True, default=str))
         for r in records
     ]
     links = store.links(record_ids=[r.record_id for r in records]) if records else []
     rows += [("link", lk.link_id, lk.source_id, lk.target_id, str(lk.link_type)) for lk in links]
     return tuple(sorted(rows, key=repr))
+
+
+def _without_newest(metadata: dict[str, Any]) -> dict[str, Any]:
+    internal = metadata.get(RESERVED_METADATA_KEY)
+    if not isinstance(internal, dict):
+        return metadata
+    state = internal.get("state")
+    if not isinstance(state, dict) or NEWEST not in state:
+        return metadata
+    return {**metadata, RESERVED_METADATA_KEY: {**internal, "state": {k: v for k, v in state.items() if k != NEWEST}}}
 
 
 def card_texts(client: AgentMemory, conv: LocomoConversation, question: LocomoQuestion, budgets: Sequence[int], tokenizer: Tokenizer) -> dict[int, str]:
