@@ -86,27 +86,14 @@ import duckdb
 import pyarrow as pa
 
 path, rounds = sys.argv[1], int(sys.argv[2])
+sys.path.insert(0, sys.argv[3])  # this scripts directory
+from raw_commit import raw_insert
 con = duckdb.connect(path, config={"disabled_compression_methods": "alp,alprd,chimp,patas", "checkpoint_threshold": "256MB"})
 rows = pa.concat_tables([  # the rows of one turn: 2 messages and the memory extracted from them
     con.execute("SELECT * FROM am_records WHERE rtype = 'message' LIMIT 2").fetch_arrow_table(),
     con.execute("SELECT * FROM am_records WHERE rtype = 'fact' LIMIT 1").fetch_arrow_table(),
 ])
 top = con.execute("SELECT max(seq) FROM am_records").fetchone()[0]
-names = rows.column_names
-
-
-def literal(value):
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, list):  # the vector, as the store writes it
-        return "'[" + ",".join(map(repr, value)) + "]'::FLOAT[%d]" % len(value)
-    return "'" + str(value).replace("'", "''") + "'"
-
-
 walls = {"arrow": [], "values": []}
 for r in range(rounds):
     for way in walls:
@@ -115,17 +102,7 @@ for r in range(rounds):
         table = rows.set_column(rows.schema.get_field_index("rid"), "rid", ids)
         table = table.set_column(table.schema.get_field_index("seq"), "seq", seqs)
         t0 = time.perf_counter()
-        if way == "arrow":
-            con.execute("BEGIN")
-            con.register("new_rows", table)
-            con.execute("INSERT INTO am_records SELECT * FROM new_rows")
-            con.unregister("new_rows")
-            con.execute("COMMIT")
-        else:
-            values = ", ".join("(" + ", ".join(literal(row[c]) for c in names) + ")" for row in table.to_pylist())
-            con.execute("BEGIN")
-            con.execute(f"INSERT INTO am_records ({', '.join(names)}) VALUES {values}")
-            con.execute("COMMIT")
+        raw_insert(con, table, way)
         walls[way].append((time.perf_counter() - t0) * 1000)
 con.execute("DELETE FROM am_records WHERE rid LIKE 'raw-%'")
 con.close()
@@ -240,7 +217,7 @@ def main() -> None:
                     per_child[name].append(round(statistics.median(ms), 2))
                 if backend == "duckdb":  # the raw commits between the rounds, on a copy of the same file
                     path = uris["raw"].removeprefix("duckdb://").split("?")[0]
-                    for way, ms in run_child(RAW, None, path, "20").items():
+                    for way, ms in run_child(RAW, None, path, "20", str(Path(__file__).resolve().parent)).items():
                         raw[way] += ms
             row: dict[str, Any] = {name: statistics.median(ms) for name, ms in side.items()}
             row["calls"] = len(side["new"])

@@ -36,6 +36,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from raw_commit import raw_insert  # this scripts directory
+
 from agentmemory import AgentMemory, HashingEmbedder
 
 TURNS = {
@@ -187,33 +189,12 @@ def side_by_side(built: str, old_checkout: Path, turn: str, calls: int) -> None:
     names = template.column_names
     top = raw.execute("SELECT max(seq) FROM am_records").fetchone()[0]  # type: ignore[index]
 
-    def literal(value: Any) -> str:
-        if value is None:
-            return "NULL"
-        if isinstance(value, bool):
-            return "TRUE" if value else "FALSE"
-        if isinstance(value, int):
-            return str(value)
-        if isinstance(value, list):
-            return "'[" + ",".join(map(repr, value)) + f"]'::FLOAT[{len(value)}]"
-        return "'" + str(value).replace("'", "''") + "'"
-
     def raw_commit(way: str, i: int) -> float:
         table = template.set_column(names.index("rid"), "rid", pa.array([f"raw-{way}-{i}-{j}" for j in range(n_rows)]))
         seqs = [top + 1 + 2 * n_rows * i + n_rows * (way == "values") + j for j in range(n_rows)]
         table = table.set_column(names.index("seq"), "seq", pa.array(seqs, pa.int64()))
         start = time.perf_counter()
-        if way == "arrow":
-            raw.execute("BEGIN")
-            raw.register("raw_rows", table)
-            raw.execute("INSERT INTO am_records SELECT * FROM raw_rows")
-            raw.unregister("raw_rows")
-            raw.execute("COMMIT")
-        else:
-            values = ", ".join("(" + ", ".join(literal(row[c]) for c in names) + ")" for row in table.to_pylist())
-            raw.execute("BEGIN")
-            raw.execute(f"INSERT INTO am_records ({', '.join(names)}) VALUES {values}")
-            raw.execute("COMMIT")
+        raw_insert(raw, table, way)
         return time.perf_counter() - start
 
     user, reply = TURNS[turn]
