@@ -7,6 +7,7 @@ reported apart). Embedder costs per text are measured separately.
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable
 from functools import partial
@@ -22,6 +23,41 @@ from .measure import Latencies
 from .progress import Progress
 
 AGENT = "bench-agent"
+
+
+FLOOR = "SPI vector_search (same scope)"
+"""The row each section's ratios divide by: the store's own ``vector_search`` for the user's scope."""
+
+
+def _round_robin(
+    variants: list[tuple[str, Callable[[int], Callable[[], Any]]]],
+    embedder: CachedEmbedder,
+    *,
+    rounds: int,
+    seed: int,
+    budget_s: float | None,
+) -> dict[str, Any]:
+    """Time every variant once per round, in an order shuffled each round (seeded), so a cache
+    warming up or a busy machine weighs on every row alike; each row gets ``x_floor``, its p50
+    over the ``FLOOR`` row's. Stops after ``rounds`` or, given ``budget_s``, once the time is
+    spent (at least 3 rounds)."""
+    rng = random.Random(seed)
+    timings: dict[str, tuple[list[float], list[float]]] = {label: ([], []) for label, _ in variants}
+    order = list(variants)
+    start = time.perf_counter()
+    for i in range(rounds):
+        rng.shuffle(order)
+        for label, make in order:
+            w, m = _timed(make(i), embedder)
+            timings[label][0].append(w)
+            timings[label][1].append(m)
+        if budget_s is not None and i >= 2 and time.perf_counter() - start > budget_s:
+            break
+    rows = {label: _summ(*timings[label]) for label, _ in variants}
+    floor_ms = rows[FLOOR]["p50_ms"] if FLOOR in rows else 0.0
+    for row in rows.values():
+        row["x_floor"] = row["p50_ms"] / floor_ms if floor_ms > 0 else None
+    return rows
 
 
 def _timed(fn: Callable[[], Any], embedder: CachedEmbedder) -> tuple[float, float]:
@@ -83,25 +119,29 @@ def run_framework(store: MemoryStore, *, seed: int, user_prefix: str, budget_s: 
         except Exception:  # noqa: BLE001 - already linked or not linkable: hops still measured
             pass
     out["links_created"] = links
-    cards: dict[str, Any] = {}
-    for label, kwargs in (
-        ("card (defaults)", {}),
-        ("card (token_budget=1000, 20 results)", {"token_budget": 1000, "max_relevant_results": 20}),
-        ("card (min by type, tail of 4)", {"min_relevant_results_by_type": {"preference": 1, "fact": 2, "message": 2}, "except_last_messages": 4}),
-    ):
-        walls, model = [], []
-        start_t = time.perf_counter()
-        for _ in range(30):
-            w, m = _timed(partial(thread.get_context_card, **kwargs), embedder)
-            walls.append(w)
-            model.append(m)
-            if time.perf_counter() - start_t > budget_s / 3:
-                break
-        cards[label] = _summ(walls, model)
-    out["context_card"] = cards
-    keyword = Capability.KEYWORD_SEARCH in store.capabilities()
-    searches: dict[str, Any] = {}
     questions = [q.text for q in conv.questions]
+    vectors = embedder.embed(questions, is_query=True)
+    flt = RecordFilter(user_id=user)
+
+    def floor(i: int) -> Callable[[], Any]:
+        return partial(store.vector_search, vectors[i % len(questions)], flt, 10)
+
+    # the floor (the same scoped query straight through the SPI: what the pipeline adds on top)
+    # is timed inside every round robin, beside the rows it is the floor of, so a ratio compares
+    # calls made under the same caches and the same load
+    card_variants: list[tuple[str, Callable[[int], Callable[[], Any]]]] = [
+        (FLOOR, floor),
+        ("card (defaults)", lambda i: thread.get_context_card),
+        ("card (token_budget=1000, 20 results)", lambda i: partial(thread.get_context_card, token_budget=1000, max_relevant_results=20)),
+        (
+            "card (min by type, tail of 4)",
+            lambda i: partial(
+                thread.get_context_card, min_relevant_results_by_type={"preference": 1, "fact": 2, "message": 2}, except_last_messages=4
+            ),
+        ),
+    ]
+    out["context_card"] = _round_robin(card_variants, embedder, rounds=30, seed=seed, budget_s=budget_s)
+    keyword = Capability.KEYWORD_SEARCH in store.capabilities()
     variants: list[tuple[str, dict[str, Any]]] = [
         ("default strategy, 10 results", {}),
         ("vector, 10 results", {"strategy": "vector"}),
@@ -111,25 +151,13 @@ def run_framework(store: MemoryStore, *, seed: int, user_prefix: str, budget_s: 
     ]
     if keyword:
         variants += [("keyword", {"strategy": "keyword"}), ("hybrid", {"strategy": "hybrid"})]
-    # variants interleaved (round robin), so a background index build or a cache warming up
-    # after the writes above weighs on every variant alike, not on whichever runs first
-    timings: dict[str, tuple[list[float], list[float]]] = {label: ([], []) for label, _ in variants}
-    for i in range(40):
-        for label, kwargs in variants:
-            w, m = _timed(partial(on.search, questions[i % len(questions)], user_id=user, **kwargs), embedder)
-            timings[label][0].append(w)
-            timings[label][1].append(m)
-    for label, (walls, model) in timings.items():
-        searches[label] = _summ(walls, model)
-    # the same scoped query straight through the SPI: what the pipeline adds on top
-    vectors = embedder.embed(questions, is_query=True)
-    flt = RecordFilter(user_id=user)
-    walls = []
-    for i in range(40):
-        t0 = time.perf_counter()
-        store.vector_search(vectors[i % len(questions)], flt, 10)
-        walls.append(time.perf_counter() - t0)
-    searches["SPI vector_search (same scope)"] = _summ(walls, [0.0] * len(walls))
+    search_variants: list[tuple[str, Callable[[int], Callable[[], Any]]]] = [(FLOOR, floor)]
+
+    def searcher(kwargs: dict[str, Any]) -> Callable[[int], Callable[[], Any]]:
+        return lambda i: partial(on.search, questions[i % len(questions)], user_id=user, **kwargs)
+
+    search_variants += [(label, searcher(kwargs)) for label, kwargs in variants]
+    searches = _round_robin(search_variants, embedder, rounds=40, seed=seed + 1, budget_s=None)
     out["search"] = searches
     out["turn"] = _turns(on, conv, user, user_prefix, embedder)
     return out

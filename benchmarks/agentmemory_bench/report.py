@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -271,6 +272,18 @@ def speed_section(speed: dict[str, Any]) -> list[str]:
     return out
 
 
+def _floor_ms(rows: dict[str, Any]) -> float | None:
+    """The p50 of a section's floor row (the SPI's own vector search), when it was timed there."""
+    floor = rows.get("SPI vector_search (same scope)")
+    return floor["p50_ms"] if floor and floor["p50_ms"] > 0 else None
+
+
+def _framework_row(backend: str, label: str, r: dict[str, Any], floor_ms: float | None) -> list[str]:
+    """One framework table row; its ratio to ``floor_ms`` when the row has a floor."""
+    times = r["p50_ms"] / floor_ms if floor_ms else None
+    return [backend, label, f(r["p50_ms"]), f(r["p95_ms"]), f(r["with_embedder_p50_ms"]), x(times)]
+
+
 def framework_section(fw: dict[str, Any], embedders: dict[str, Any]) -> list[str]:
     """Markdown for framework operations and embedder costs."""
     out = ["## Framework operations (embedder time excluded)\n",
@@ -278,22 +291,27 @@ def framework_section(fw: dict[str, Any], embedders: dict[str, Any]) -> list[str
            "Texts are pre-embedded with the hashing embedder through a caching wrapper; model time that still "
            "occurs is subtracted (the `with embedder` column keeps it). The card rows repeat the card on an unchanged "
            "store; the `turn:` rows alternate `add_messages` and the card on a new thread, so every card follows a "
-           "write (what a store memoises between writes is never reused from the previous card).\n"]
+           "write (what a store memoises between writes is never reused from the previous card). `× floor` divides a "
+           "row's p50 by its section's `SPI vector_search (same scope)` row, the store's own vector search for the "
+           "user's scope, timed in the same shuffled round robin as the rows beside it (a `turn:` card by the card "
+           "section's floor).\n"]
     rows = []
     for backend, res in fw.items():
         if "error" in res:
-            rows.append([backend, f"error: {res['error']}", "", "", ""])
+            rows.append([backend, f"error: {res['error']}", "", "", "", ""])
             continue
+        row = partial(_framework_row, backend)
+        card_floor = _floor_ms(res["context_card"])
         for label in ("add_messages (no extraction)", "add_messages (rule-based extraction)"):
-            r = res[label]
-            rows.append([backend, f"{label}, 2 messages/call", f(r["p50_ms"]), f(r["p95_ms"]), f(r["with_embedder_p50_ms"])])
+            rows.append(row(f"{label}, 2 messages/call", res[label], None))
         for label, r in res["context_card"].items():
-            rows.append([backend, label, f(r["p50_ms"]), f(r["p95_ms"]), f(r["with_embedder_p50_ms"])])
+            rows.append(row(label, r, card_floor))
+        search_floor = _floor_ms(res["search"])
         for label, r in res["search"].items():
-            rows.append([backend, f"search: {label}", f(r["p50_ms"]), f(r["p95_ms"]), f(r["with_embedder_p50_ms"])])
+            rows.append(row(f"search: {label}", r, search_floor))
         for label, r in (res.get("turn") or {}).items():  # absent in results from older runs
-            rows.append([backend, f"turn: {label}", f(r["p50_ms"]), f(r["p95_ms"]), f(r["with_embedder_p50_ms"])])
-    out.append(table(["backend", "operation", "p50 ms", "p95 ms", "p50 ms with embedder"], rows))
+            rows.append(row(f"turn: {label}", r, card_floor if "card" in label else None))
+    out.append(table(["backend", "operation", "p50 ms", "p95 ms", "p50 ms with embedder", "× floor"], rows))
     out.append("")
     if embedders:
         out.append("### Embedder cost per text (reported apart from the framework)\n")

@@ -48,6 +48,14 @@ def test_framework_and_embedder_figures(tiny_run: tuple[Path, dict[str, Any]]) -
     assert fw["links_created"] >= 1  # hops have a path to walk
     assert set(fw["context_card"]) and all(v["p50_ms"] > 0 for v in fw["context_card"].values())
     assert "vector, num_hops=2" in fw["search"] and "hybrid" in fw["search"]
+    for section in ("context_card", "search"):
+        # each section times its own floor in its round robin: every row has a ratio to it
+        rows = fw[section]
+        floor = rows["SPI vector_search (same scope)"]
+        assert floor["count"] == rows["card (defaults)" if section == "context_card" else "hybrid"]["count"]
+        assert floor["x_floor"] == pytest.approx(1.0)
+        for row in rows.values():
+            assert row["x_floor"] == pytest.approx(row["p50_ms"] / floor["p50_ms"])
     assert results["embedders"]["hashing (384)"]["batch_32"]["ms_per_text"] > 0
 
 
@@ -70,6 +78,8 @@ def test_markdown_report_and_plots(tiny_run: tuple[Path, dict[str, Any]]) -> Non
     for heading in ("## Speed and scale", "### Search latency and recall by scope selectivity", "## Framework operations", "## Memory quality"):
         assert heading in text
     assert "| **memory** (vs numpy) |" in text
+    card_row = next(line for line in text.splitlines() if "| card (defaults) |" in line)
+    assert card_row.rstrip(" |").endswith("×")  # the card's ratio to its round robin's floor
     summary = (out / "summary.md").read_text(encoding="utf-8")
     assert "| memory (vs numpy) |" in summary and "last-N window" in summary
     pngs = sorted(p.name for p in out.glob("*.png"))
