@@ -9,6 +9,7 @@ Only a Python >= 3.10 with venv is required; packages come from the package inde
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -38,6 +39,22 @@ def run(*cmd: str | Path) -> None:
     subprocess.run([str(c) for c in cmd], cwd=ROOT, check=True)
 
 
+def install(name: str, *args: str) -> None:
+    """``pip install *args`` into the venv, skipped when nothing it reads changed since the last
+    install of ``name``: the arguments and every ``pyproject.toml`` and requirements file (the
+    installs are editable, so code changes need no reinstall). Delete ``.venv`` to force one."""
+    inputs = sorted([*ROOT.glob("**/pyproject.toml"), *ROOT.glob("requirements*.txt")])
+    digest = hashlib.sha256(" ".join([sys.version, *args]).encode())
+    for path in inputs:
+        if ".venv" not in path.parts:
+            digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    stamp = VENV / f".installed-{name}"
+    if stamp.exists() and stamp.read_text() == digest.hexdigest():
+        return
+    run(PY, "-m", "pip", "install", "-q", *args)
+    stamp.write_text(digest.hexdigest())
+
+
 def ensure_venv() -> None:
     if not PY.exists():
         venv.EnvBuilder(with_pip=True).create(VENV)
@@ -46,13 +63,13 @@ def ensure_venv() -> None:
 
 def demo() -> int:
     ensure_venv()
-    run(PY, "-m", "pip", "install", "-q", "-e", ".[local]", "-e", "./backends/duckdb")
+    install("demo", "-e", ".[local]", "-e", "./backends/duckdb")
     return subprocess.run([str(BIN / "agentmemory"), "demo", *sys.argv[2:]], cwd=ROOT).returncode
 
 
 def test() -> int:
     ensure_venv()
-    run(PY, "-m", "pip", "install", "-q", "-r", "requirements-dev.txt")
+    install("test", "-r", "requirements-dev.txt")
     run(PY, "-m", "ruff", "check", "agentmemory")
     run(PY, "-m", "mypy", "agentmemory")
     run(BIN / "lint-imports", "--no-cache")  # the layers and the absence of cycles (pyproject.toml, docs/architecture.md)
