@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from agentmemory.filters import metadata_matches
 from agentmemory.records import Link, LinkType, Record, RecordStatus, RecordType
-from agentmemory.spi import ANY, RecordFilter
+from agentmemory.spi import ANY, UNSET, RecordFilter, RecordPatch
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
@@ -240,6 +240,33 @@ def decode_record(row: Sequence[Any]) -> Record:
         metadata=json.loads(row[12]),
         index_text=row[13],
     )
+
+
+def patched_row(row: tuple[Any, ...], patch: RecordPatch) -> tuple[Any, ...]:
+    """A row of ``RECORD_COLUMNS`` and ``has_vec`` (as the store keeps them) after ``patch``,
+    column for column what the ``UPDATE`` in ``DuckDBStore._apply`` stores."""
+    new = list(row)
+    if isinstance(patch.content, str):
+        new[2] = patch.content
+    if isinstance(patch.index_text, str):
+        new[13] = patch.index_text
+    elif patch.index_text is None or isinstance(patch.content, str):  # new content: index it
+        new[13] = None
+    if isinstance(patch.metadata, Mapping):
+        new[12] = dump_json(dict(patch.metadata))
+    if patch.status is not UNSET:
+        new[11] = RecordStatus(patch.status).value
+    if isinstance(patch.timestamp, datetime):
+        new[8] = patch.timestamp.isoformat()
+    if patch.expires_at is None:
+        new[10] = None
+    elif isinstance(patch.expires_at, datetime):
+        new[10] = patch.expires_at.isoformat()
+    if patch.vector is None:
+        new[14] = False
+    elif isinstance(patch.vector, np.ndarray):
+        new[14] = True
+    return tuple(new)
 
 
 LINK_COLUMNS = "link_id, source_id, target_id, link_type, created, metadata"

@@ -78,6 +78,7 @@ from ._sql import (
     ident,
     is_unfiltered,
     metadata_udf,
+    patched_row,
     qualified_columns,
     sql_str,
     sql_str_list,
@@ -85,6 +86,7 @@ from ._sql import (
     unit,
     vector_literal,
 )
+from ._windows import Windows
 
 log = logging.getLogger(__name__)
 
@@ -284,6 +286,12 @@ class DuckDBStore(MemoryStore):
         """Rows (``_COLS`` and ``has_vec``) that queries by id read, kept as the store's writes
         change them (``_after_write``): this store is the file's only writer (see ``_claim``), so
         a turn's read of its thread record, and the write that patches it, ask DuckDB nothing."""
+        self._absent_ids: set[str] = set()
+        """Ids queries by id found no row for: the card asks for a thread's summary record at
+        every call, which most threads never get; an add of the id takes it out (``_transact_once``)."""
+        self._windows = Windows()
+        """A scope's newest rows (``_windows``): the card's and a turn's queries with a small
+        limit, kept as the store's writes change the table (``_after_write``)."""
         self._written: tuple[Sequence[RecordPatch], Sequence[str]] = ((), ())
         """The patches and deletes of the write being applied, for ``_after_write``."""
         self._inserted: list[tuple[Any, ...]] = []
@@ -555,7 +563,8 @@ class DuckDBStore(MemoryStore):
         self._memo, self._memo_clock = {}, -1
         self._fts_stats = None
         self._scopes, self._rows, self._scope_sizes = {}, {}, {}
-        self._id_rows = {}
+        self._id_rows, self._absent_ids = {}, set()
+        self._windows.clear()
         if not self._read_only:
             # snapshot tables a crash left behind (built, never made current)
             current = {s.table for s in (self._vidx, self._fts) if s is not None}
@@ -725,7 +734,7 @@ class DuckDBStore(MemoryStore):
                 ).fetchall()}
             first = next((rid for rid in ids if rid in stored), ids[0])
             raise Conflict(f"record id {first!r} already exists") from None
-        self._after_write()
+        self._after_write(added_ids)
         current = self._memo_clock == self._clock
         _, vec_changes, doc_changes, vec_count, self._seq, self._clock = applied
         if current and self._touched is not None:
@@ -736,12 +745,17 @@ class DuckDBStore(MemoryStore):
         self._maybe_start_builder()
         return applied
 
-    def _after_write(self) -> None:
-        """Bring the rows kept for queries by id (``_id_rows``) to what the committed write made
-        of them: each patch as its ``UPDATE`` in ``_apply`` set the columns, deleted rows gone."""
+    def _after_write(self, added_ids: Callable[[], Sequence[str]]) -> None:
+        """Bring the rows kept for queries by id (``_id_rows``, ``_absent_ids``) and the kept
+        windows (``_windows``) to what the committed write made of them: each patch as its
+        ``UPDATE`` in ``_apply`` set the columns, deleted rows gone, added ids present."""
         patches, deletes = self._written
         kept = self._id_rows
         inserted, self._inserted = self._inserted, []
+        if self._absent_ids or self._windows:
+            added = added_ids()
+            self._absent_ids.difference_update(added)
+            self._windows.after_write(inserted, len(added) != len(inserted), patches, deletes)
         if inserted:  # before the patches: a batch's patches come after its adds
             if len(kept) + len(inserted) > _ID_ROWS:
                 kept.clear()
@@ -751,7 +765,7 @@ class DuckDBStore(MemoryStore):
         for patch in patches:
             row = kept.get(patch.record_id)
             if row is not None:
-                kept[patch.record_id] = _patched_row(row, patch)
+                kept[patch.record_id] = patched_row(row, patch)
         for rid in deletes:
             kept.pop(rid, None)
 
@@ -962,17 +976,25 @@ class DuckDBStore(MemoryStore):
             if not ids:
                 return []
             with self._lock, _mapped_errors():
-                kept = self._id_rows
-                if all(i in kept for i in ids):
-                    rows = [kept[i] for i in ids]
+                kept, absent = self._id_rows, self._absent_ids
+                if all(i in kept or i in absent for i in ids):
+                    rows = [kept[i] for i in ids if i in kept]
                 else:
                     sql = f"SELECT {_COLS}, r.has_vec FROM am_records r WHERE r.rid IN ({', '.join(sql_str(i) for i in ids)})"
                     rows = self._conn().execute(sql).fetchall()
                     if len(kept) + len(rows) > _ID_ROWS:
                         kept.clear()
                     kept.update((row[0], row) for row in rows)
+                    if len(rows) < len(ids):
+                        if len(absent) > _ID_ROWS:
+                            absent.clear()
+                        absent.update(i for i in ids if i not in kept)
             found = sorted((rec for rec in map(decode_record, rows) if record_matches(rec, filter)), key=_by_seq, reverse=desc)
             return found[offset:] if limit is None else found[offset : offset + limit]
+        with self._lock, _mapped_errors():
+            windowed = self._windowed(filter, order, limit, offset)
+        if windowed is not None:
+            return windowed
         where, params = compile_filter(filter, udf=self._udf)
         sql = f"SELECT {_COLS} FROM am_records r WHERE {where}"
         if limit is None and not offset:
@@ -990,6 +1012,24 @@ class DuckDBStore(MemoryStore):
         with self._lock, _mapped_errors():
             rows = self._conn().execute(sql, params).fetchall()
         return [decode_record(row) for row in rows]
+
+    def _windowed(self, filter: RecordFilter, order: Order, limit: int | None, offset: int) -> list[Record] | None:
+        """The query's records from a kept window of its scope (``_windows``), read first when
+        the query is a scope's newest few (the card's messages and memories); None when no
+        window holds them all (called under the store lock, so no write comes in between)."""
+        found = self._windows.answer(filter, order, limit, offset)
+        if found is not None:
+            return found
+        load = self._windows.to_load(filter, order, limit, offset)
+        if load is None:
+            return None
+        key, depth = load
+        where, params = compile_filter(key.as_filter(), udf=self._udf)
+        rows = self._conn().execute(
+            f"SELECT {_COLS}, r.has_vec FROM am_records r WHERE {where} ORDER BY r.seq DESC LIMIT {int(depth)}", params
+        ).fetchall()
+        self._windows.load(key, rows, depth)
+        return self._windows.answer(filter, order, limit, offset)
 
     def _count(self, filter: RecordFilter) -> int:
         where, params = compile_filter(filter, udf=self._udf)
@@ -1856,33 +1896,6 @@ def _by_seq(record: Record) -> int:
 
 def _row_seq(row: tuple[Any, ...]) -> int:
     return int(row[7])  # RECORD_COLUMNS: seq is the eighth
-
-
-def _patched_row(row: tuple[Any, ...], patch: RecordPatch) -> tuple[Any, ...]:
-    """A kept row (``_COLS`` and ``has_vec``) after ``patch``, column for column what the
-    ``UPDATE`` in ``DuckDBStore._apply`` stores."""
-    new = list(row)
-    if isinstance(patch.content, str):
-        new[2] = patch.content
-    if isinstance(patch.index_text, str):
-        new[13] = patch.index_text
-    elif patch.index_text is None or isinstance(patch.content, str):  # new content: index it
-        new[13] = None
-    if isinstance(patch.metadata, Mapping):
-        new[12] = dump_json(dict(patch.metadata))
-    if patch.status is not UNSET:
-        new[11] = RecordStatus(patch.status).value
-    if isinstance(patch.timestamp, datetime):
-        new[8] = patch.timestamp.isoformat()
-    if patch.expires_at is None:
-        new[10] = None
-    elif isinstance(patch.expires_at, datetime):
-        new[10] = patch.expires_at.isoformat()
-    if patch.vector is None:
-        new[14] = False
-    elif isinstance(patch.vector, np.ndarray):
-        new[14] = True
-    return tuple(new)
 
 
 _ID_ROWS = 4_096
