@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import os
+import threading
 from collections.abc import Generator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -57,13 +59,7 @@ def _run_sync(op: Op[T], traced: bool) -> T:
         while True:
             try:
                 if isinstance(effect, Gather):
-                    if effect.limit > 1 and len(effect.ops) > 1:
-                        # each op in a copy of this context: spans and context variables follow it
-                        contexts = [contextvars.copy_context() for _ in effect.ops]
-                        with ThreadPoolExecutor(max_workers=effect.limit) as pool:
-                            result: Any = list(pool.map(lambda c, sub: c.run(run_sync, sub), contexts, effect.ops))
-                    else:
-                        result = [run_sync(sub) for sub in effect.ops]
+                    result: Any = _gather_sync(effect)
                 elif traced:
                     result = observability.traced_call(effect, getattr(effect.target, effect.method))
                 else:
@@ -74,6 +70,63 @@ def _run_sync(op: Op[T], traced: bool) -> T:
             effect = op.send(result)
     except StopIteration as stop:
         return stop.value
+
+
+POOL_WORKERS = 16
+"""Threads the sync driver's ``Gather`` shares across the process (at most; started on demand)."""
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+_worker = threading.local()
+
+
+def _shared_pool() -> ThreadPoolExecutor:
+    """The process's gather pool: a card's parallel searches reuse its threads instead of starting
+    new ones each time (a thread start cost more than an in-process store's search)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=POOL_WORKERS, thread_name_prefix="agentmemory-gather")
+        return _pool
+
+
+def _forget_pool() -> None:
+    """In a forked child the parent's worker threads do not exist: start a pool of its own."""
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _in_worker(op: Op[T]) -> T:
+    _worker.active = True
+    try:
+        return run_sync(op)
+    finally:
+        _worker.active = False
+
+
+def _gather_sync(effect: Gather) -> list[Any]:
+    """Run ``effect.ops`` on the shared pool, at most ``effect.limit`` at once, each in a copy of
+    this context (spans and context variables follow it); their results in order, or the first
+    (in order) op's exception once every op has ended. Inside a worker, or with a limit of 1,
+    the ops run here one by one: a worker never waits for the pool it runs on."""
+    ops = effect.ops
+    if effect.limit <= 1 or len(ops) <= 1 or getattr(_worker, "active", False):
+        return [run_sync(sub) for sub in ops]
+    pool = _shared_pool()
+    futures: list[Future[Any]] = []
+    running: set[Future[Any]] = set()
+    for sub in ops:
+        if len(running) >= effect.limit:
+            _done, running = wait(running, return_when=FIRST_COMPLETED)
+        future = pool.submit(contextvars.copy_context().run, _in_worker, sub)
+        futures.append(future)
+        running.add(future)
+    wait(futures)
+    return [future.result() for future in futures]
 
 
 async def run_async(op: Op[T]) -> T:

@@ -204,3 +204,66 @@ def test_gather_keeps_order_and_limits_concurrency():
         a = Slow()
         assert asyncio.run(run_async(many(a, limit))) == [i * i for i in range(8)]
         assert a.peak == limit  # the async driver runs exactly ``limit`` at once
+
+
+class _Where:
+    """Records the thread each call ran on; ``fail`` names the calls that raise."""
+
+    def __init__(self, fail: tuple[int, ...] = ()) -> None:
+        self.names: list[str] = []
+        self.started: list[int] = []
+        self.ended: list[int] = []
+        self.fail = fail
+
+    def work(self, i: int) -> int:
+        self.names.append(threading.current_thread().name)
+        self.started.append(i)
+        time.sleep(0.002)
+        self.ended.append(i)
+        if i in self.fail:
+            raise ValueError(f"op {i}")
+        return i
+
+
+def _call(target: Any, i: int):
+    return (yield Call(target, "work", (i,)))
+
+
+def _gather(target: Any, n: int, limit: int = 4):
+    return (yield Gather(tuple(_call(target, i) for i in range(n)), limit=limit))
+
+
+def test_sync_gathers_reuse_one_pool_of_threads():
+    """A card gathers on every call: its searches must reuse the driver's worker threads, not
+    start new ones each time (a thread start cost more than an in-process store's search)."""
+    from agentmemory.effects import POOL_WORKERS
+
+    where = _Where()
+    for _ in range(25):
+        assert run_sync(_gather(where, 4)) == [0, 1, 2, 3]
+    assert len(where.names) == 100
+    assert 1 < len(set(where.names)) <= POOL_WORKERS
+
+
+def test_a_gather_inside_a_gather_runs_without_waiting_for_the_pool():
+    """Sub-operations that gather again run their own ops in their worker, one by one: more
+    nested work than the pool has threads still finishes."""
+    from agentmemory.effects import POOL_WORKERS
+
+    where = _Where()
+
+    def outer():
+        return (yield Gather(tuple(_gather(where, 3) for _ in range(POOL_WORKERS * 2)), limit=POOL_WORKERS * 2))
+
+    assert run_sync(outer()) == [[0, 1, 2]] * (POOL_WORKERS * 2)
+
+
+def test_a_failed_gather_raises_the_first_failure_once_no_op_runs():
+    """The first failure in op order is raised, and only once no op is still running: nothing
+    touches the store behind the caller's back after the call returned."""
+    where = _Where(fail=(2, 5))
+    with pytest.raises(ValueError, match="op 2"):
+        run_sync(_gather(where, 8, limit=3))
+    ended = list(where.ended)
+    time.sleep(0.02)
+    assert sorted(where.started) == sorted(ended) == sorted(where.ended)
