@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .records import Record, RecordType
-from .validation import internal_metadata
+from .validation import RESERVED_METADATA_KEY, internal_metadata
 
 PREVIOUS_CHARS = 600
 """How much of the previous turn joins a message's index text (its start; a long turn's
@@ -25,8 +25,14 @@ SPEAKER_KEY = "name"
 
 
 def speaker_name(record: Record) -> str | None:
-    """The message's speaker name, when the caller gave one."""
-    name = internal_metadata(record).get(SPEAKER_KEY)
+    """The message's speaker name, when the caller gave one. Read in place (a card asks ~30
+    times; ``internal_metadata`` copies the reserved part each time)."""
+    reserved = record.metadata.get(RESERVED_METADATA_KEY)
+    if type(reserved) is not dict:
+        if not reserved:
+            return None
+        reserved = internal_metadata(record)
+    name = reserved.get(SPEAKER_KEY)
     return name if isinstance(name, str) and name else None
 
 

@@ -55,7 +55,7 @@ def _latin_word(word: str) -> int:
     each accented letter adds a token boundary (0.6). Each rule is at least the one before it at
     every length, so a word never costs less for a longer prefix."""
     n = len(word)
-    accented = len(_NON_ASCII.findall(word))
+    accented = 0 if word.isascii() else len(_NON_ASCII.findall(word))
     if accented:
         return max(_UNIT, 5 * (n + 2)) + 12 * accented
     if word[0].isupper():
@@ -115,12 +115,27 @@ def _pieces_cost(text: str) -> int:
     Latin letter costs its Latin words as ``_accented_line_word``. A segment's prefix only gains
     such a letter, and that rule never costs a word less, so a longer prefix never costs less."""
     total = 0
+    words = _WORD_COST
     for segment in _SEGMENT_START.split(text) if "\n" in text else (text,):
-        accented = _ACCENTED.search(segment) is not None
+        accented = not segment.isascii() and _ACCENTED.search(segment) is not None
         for m in _PIECES.finditer(segment):
             kind = m.lastgroup or "symbol"
-            total += _accented_line_word(m.group()) if accented and kind == "latin" else _COST[kind](m.group())
+            if kind == "latin" and not accented:  # most pieces: a word's cost is remembered
+                word = m.group()
+                cost = words.get(word)
+                if cost is None:
+                    if len(words) >= _WORD_COST_SIZE:
+                        words.clear()
+                    cost = words[word] = _latin_word(word)
+                total += cost
+            else:
+                total += _accented_line_word(m.group()) if accented and kind == "latin" else _COST[kind](m.group())
     return total
+
+
+_WORD_COST: dict[str, int] = {}
+"""``_latin_word`` by word (a pure function; emptied when full): the words of new lines recur."""
+_WORD_COST_SIZE = 65536
 
 
 _remembered_cost = functools.lru_cache(maxsize=16384)(_pieces_cost)

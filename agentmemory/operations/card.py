@@ -26,7 +26,7 @@ from ..records import MEMORY_TYPES, MESSAGE_TYPES, Record, RecordStatus, RecordT
 from ..spi import Capability, Hit, Order, RecordFilter
 from ..tokens import EstimateCounter, TokenCounter
 from ..validation import internal_metadata, validate_positive_int
-from .card_text import keyword_topics, offline_card_summary, topics_not_named, unrepeated, unrepeated_lazily
+from .card_text import Candidate, keyword_topics, offline_card_summary, topics_not_named, unrepeated, unrepeated_lazily
 from .context import MemoryContext, ThreadScope
 from .context_scoring import context_boost
 from .search import (
@@ -83,7 +83,7 @@ def _offline_topics_op(ctx: MemoryContext, scope: ThreadScope, derived: Sequence
 def _ranked_op(
     ctx: MemoryContext, queries: Sequence[str], weights: Sequence[float], vectors: Any, groups: Sequence[RecordFilter], k: int,
     exclude: frozenset[str] = frozenset(),
-) -> Op[list[Hit]]:
+) -> Op[list[Candidate]]:
     """One ranking over every group (e.g. the user's memories and this thread's messages): per
     query, the groups' vector hits merged by distance and their keyword hits merged by BM25 score,
     then all fused by normalised score (``search.fuse_scores``, queries weighted), with
@@ -112,13 +112,13 @@ def _ranked_op(
             rankings.append((weights[i], vec[:k]))
     fused = speaker_boost(fuse_scores(rankings), queries[0] if queries else "")
     scored = context_boost(fused, CONTEXT_WINDOW, CONTEXT_WEIGHT)
-    return [Hit(record=rec, distance=dist, score=score) for rec, dist, score in scored]
+    return list(map(Candidate._make, scored))
 
 
 def _typed_search_op(
     ctx: MemoryContext, scope: ThreadScope, queries: Sequence[str], weights: Sequence[float], vectors: Any, types: frozenset[RecordType], base: RecordFilter,
     message_max_seq: int | None, k: int, exclude: frozenset[str] = frozenset(),
-) -> Op[list[Hit]]:
+) -> Op[list[Hit] | list[Candidate]]:
     """Search memory-like/profile types in the user/agent scope and messages in this thread
     (below ``message_max_seq``) as one ranking, then apply the rerank plugins."""
     groups = []
@@ -343,7 +343,7 @@ def context_card_op(
     base = ctx.alive(
         user_id=scope.user_id, agent_id=scope.agent_id, statuses=statuses, metadata_filter=metadata_filter,
     )
-    chosen: dict[str, Hit] = {}
+    chosen: dict[str, Hit | Candidate] = {}
     # the question is the query, not information about it; text already in the summary (or in an
     # earlier result) is not repeated
     skip = {question.record_id} if question is not None else set()
@@ -353,7 +353,7 @@ def context_card_op(
     offline = summary.revision == -1
     quoted = "" if offline else summary.content
 
-    def usable(hits: list[Hit]) -> Iterator[Hit]:
+    def usable(hits: list[Hit] | list[Candidate]) -> Iterator[Hit | Candidate]:
         """``hits`` not yet chosen that repeat neither a chosen result nor each other, read
         lazily (a card takes the first few of forty): compared with what was chosen when this
         was called, so a caller may choose what it reads meanwhile (a record comes once)."""
@@ -376,7 +376,7 @@ def context_card_op(
             ctx, scope, queries, weights, vectors, CARD_TYPES | {RecordType.USER}, base, message_max_seq, limit + spare, asked,
         )
         concurrency = scope.card_concurrency
-        results: list[list[Hit]] = yield Gather(tuple([*per_type, all_types]), limit=concurrency)
+        results: list[list[Hit] | list[Candidate]] = yield Gather(tuple([*per_type, all_types]), limit=concurrency)
         # a reserved slot goes to the best record of its type that the card does not already show
         # (a message that an extracted fact quotes would be dropped below as a repeat)
         for (_type, count), hits in zip([(t, n) for t, n in mins.items() if n > 0], results[:-1]):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
+from typing import NamedTuple, TypeVar
 
 from ..card_model import CardParts
 from ..records import Record, SearchResult
@@ -61,6 +62,19 @@ def keyword_topics(texts: Sequence[str], n: int = 5) -> list[str]:
             break
     return topics
 
+class Candidate(NamedTuple):
+    """A ranked card candidate, read like a ``Hit`` (``record``, ``distance``, ``score``): a
+    tuple, made for each of a ranking's ~40 fused hits at a third of a ``Hit``'s cost, of which
+    the card reads the first few."""
+
+    record: Record
+    distance: float | None
+    score: float | None
+
+
+Ranked = TypeVar("Ranked", Hit, Candidate, Hit | Candidate)
+"""What ``unrepeated`` reads: a hit or a candidate (each has the ``record``)."""
+
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -68,14 +82,14 @@ def _normalised(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def unrepeated(hits: Sequence[Hit], summary: str) -> list[Hit]:
+def unrepeated(hits: Sequence[Ranked], summary: str) -> list[Ranked]:
     """``hits`` without those whose text the card already shows: a record whose sentences the
     summary quotes, or one whose text equals, contains or is contained in an earlier hit's (a
     memory that restates a message)."""
     return list(unrepeated_lazily(hits, summary))
 
 
-def unrepeated_lazily(hits: Iterable[Hit], summary: str) -> Iterator[Hit]:
+def unrepeated_lazily(hits: Iterable[Ranked], summary: str) -> Iterator[Ranked]:
     """``unrepeated``, one hit at a time: whether a hit is kept depends only on it and the hits
     kept before it, so a caller that needs the first few reads no further."""
     quoted = _normalised(summary)
