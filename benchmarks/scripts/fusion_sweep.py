@@ -62,6 +62,22 @@ shipped default):
   over the model's token states, max-pooled, 256 of 16,384 features) of the question and of each
   message's embedding text (``turn``) or whole index text (``index``); cached in
   ``sparse.sqlite`` under ``--cache-dir`` (a second model pass per text: minutes the first time).
+* pseudo-relevance feedback: a second pass of the whole ranking with an expanded query, built
+  from the first pass's top hits (its final ranking, boosts included); off by default:
+
+  - ``roc_k``, ``roc_b``: Rocchio on the vector side: q' = normalize(q + ``roc_b`` · the mean of
+    the stored vectors of the first pass's top ``roc_k`` messages), q the unit question vector;
+    the second pass's cosine ranking uses q' (0: off);
+  - ``rm3_k``, ``rm3_m``, ``rm3_a``: RM3 on BM25: each term of the top ``rm3_k`` messages' index
+    texts weighs Σ over those messages of (the message's first-pass score × its term count / its
+    term total); the ``rm3_m`` heaviest, normalised to sum 1, take weight 1 − ``rm3_a`` and the
+    question's own terms ``rm3_a`` (each ``rm3_a`` / their number); the second pass's BM25
+    score is Σ term weight × the term's BM25 score (0: off).
+
+  Both may be on together (one first pass feeds both). Each costs one more vector or BM25 query
+  per search; ``--paired`` prints, per row, the evidence turns gained / lost against the shipped
+  ranking with a two-sided sign test, and every row prints the replica's ranking time per
+  question.
 
 Dev figures only: a setting chosen here must be a general one (the rules in
 ``benchmarks/README.md``), and the held-out split decides.
@@ -71,11 +87,12 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import math
 import re
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -110,6 +127,7 @@ DEFAULTS: dict[str, Any] = {
     "sp": 0.0, "sp_text": "turn", "mix": 0.0, "mixn": 0.0, "vwin": 0.0,
     "next_w": 0.0, "rrf": 0.0, "nlow": 0, "vpow": 1.0, "kpow": 1.0,
     "sent": 0.0, "qmix": 0.0, "labels": 1,
+    "roc_k": 0, "roc_b": 0.6, "rm3_k": 0, "rm3_m": 10, "rm3_a": 0.7,
 }
 Scored = list[tuple[Record, float | None, float]]
 
@@ -128,6 +146,7 @@ class Corpus:
     sparse: dict[str, np.ndarray]  # sp_text -> (records, sparse_dim) latent-term weights
     mixed: dict[tuple[float, float], np.ndarray] | None = None  # (mix, mixn) -> mixed unit vectors
     sentences: tuple[np.ndarray, np.ndarray] | None = None  # (sentence vectors, owner position)
+    forward: list[dict[str, float]] = field(default_factory=list)  # each message's BM25 term counts
 
 
 def field_counts(records: Sequence[Record], analyzer: Any, prev_w: float, own_w: float, next_w: float = 0.0, labels: int = 1) -> dict[str, Counter[str]]:
@@ -195,18 +214,21 @@ def build_corpora(client: AgentMemory, threads: dict[str, Any], count: Any, prev
             position={r.record_id: i for i, r in enumerate(recs)},
             line_tokens=np.array([float(count(render_turn(r))) for r in recs]),
             sparse={},
+            forward=[dict(counts[r.record_id]) for r in recs],
         )
     return corpora, dict(df), len(counts), avg_len
 
 
-def keyword_hits(c: Corpus, terms: set[str], df: dict[str, int], n_docs: int, avg_len: float, k1: float, b: float, depth: int) -> list[Hit]:
+def keyword_hits(c: Corpus, terms: set[str] | dict[str, float], df: dict[str, int], n_docs: int, avg_len: float, k1: float, b: float, depth: int) -> list[Hit]:
+    """BM25 over the conversation; ``terms`` as a dict weighs each term's score (RM3)."""
     scores = np.zeros(len(c.records))
     norm = k1 * (1 - b + b * c.lengths / avg_len)
     for term in terms:
         if term not in c.postings:
             continue
         ix, tf = c.postings[term]
-        scores[ix] += bm25.idf(n_docs, df[term]) * tf * (k1 + 1) / (tf + norm[ix])
+        part = bm25.idf(n_docs, df[term]) * tf * (k1 + 1) / (tf + norm[ix])
+        scores[ix] += terms[term] * part if isinstance(terms, dict) else part
     hits = [Hit(record=c.records[i], score=float(scores[i])) for i in np.nonzero(scores > 0)[0]]
     hits.sort(key=lambda h: (-round(h.score or 0.0, 6), h.record.record_id))
     return hits[:depth]
@@ -397,7 +419,49 @@ def neighbour_boost(
     return boosted
 
 
+def rocchio(c: Corpus, qvec: np.ndarray, first: Scored, k: int, beta: float) -> np.ndarray:
+    """normalize(q + beta · mean of the top ``k`` first-pass messages' stored vectors)."""
+    unit = np.asarray(qvec, dtype=np.float64)
+    unit = unit / np.linalg.norm(unit)
+    top = [c.position[rec.record_id] for rec, _, _ in first[:k]]
+    if not top:
+        return np.asarray(qvec, dtype=np.float32)
+    out = unit + beta * c.matrix[top].astype(np.float64).mean(axis=0)
+    return (out / np.linalg.norm(out)).astype(np.float32)
+
+
+def rm3_terms(c: Corpus, terms: set[str], first: Scored, k: int, m: int, alpha: float) -> dict[str, float]:
+    """RM3: the question's terms at ``alpha`` (shared equally) plus the ``m`` heaviest feedback
+    terms at 1 − ``alpha`` (normalised to sum 1), a term's feedback weight being Σ over the top
+    ``k`` first-pass messages of score × term count / the message's term total."""
+    feedback: Counter[str] = Counter()
+    for rec, _, score in first[:k]:
+        counts = c.forward[c.position[rec.record_id]]
+        total = sum(counts.values())
+        if total <= 0 or score <= 0:
+            continue
+        for term, n in counts.items():
+            feedback[term] += score * n / total  # type: ignore[assignment]
+    weights: dict[str, float] = {t: alpha / len(terms) for t in terms} if terms else {}
+    best = feedback.most_common(m)
+    mass = sum(w for _, w in best)
+    if mass > 0:
+        for term, w in best:
+            weights[term] = weights.get(term, 0.0) + (1.0 - alpha) * w / mass
+    return weights
+
+
 def rank(c: Corpus, question: str, qvec: np.ndarray, terms: set[str], stats: tuple[dict[str, int], int, float], s: dict[str, Any], sparse: SparseCache | None = None) -> list[Record]:
+    scored = rank_scored(c, question, qvec, terms, stats, s, sparse)
+    if s["roc_k"] or s["rm3_k"]:  # pseudo-relevance feedback: a second pass, expanded query
+        if s["roc_k"]:
+            qvec = rocchio(c, qvec, scored, int(s["roc_k"]), s["roc_b"])
+        weighted = rm3_terms(c, terms, scored, int(s["rm3_k"]), int(s["rm3_m"]), s["rm3_a"]) if s["rm3_k"] else terms
+        scored = rank_scored(c, question, qvec, weighted, stats, s, sparse)
+    return [rec for rec, _, _ in scored[:MAX_RESULTS]]
+
+
+def rank_scored(c: Corpus, question: str, qvec: np.ndarray, terms: set[str] | dict[str, float], stats: tuple[dict[str, int], int, float], s: dict[str, Any], sparse: SparseCache | None = None) -> Scored:
     depth = int(s["depth"]) or MAX_RESULTS
     if s["qmix"]:
         qvec = np.asarray(qvec, dtype=np.float32) / np.float32(np.linalg.norm(qvec))
@@ -425,7 +489,7 @@ def rank(c: Corpus, question: str, qvec: np.ndarray, terms: set[str], stats: tup
         scored = resort([(r, d, x / (c.line_tokens[c.position[r.record_id]] / 30.0) ** s["len_gamma"]) for r, d, x in scored])
     if s["mmr"]:
         scored = mmr(scored, c, s["mmr"], int(s["mmr_pool"]))
-    return [rec for rec, _, _ in scored[:MAX_RESULTS]]
+    return scored
 
 
 class SparseCache:
@@ -461,6 +525,15 @@ class SparseCache:
         return out
 
 
+def sign_test(gained: int, lost: int) -> float:
+    """Two-sided exact sign test: P(a split at least this uneven | each change ±1 at 1/2)."""
+    n = gained + lost
+    if not n:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(gained, lost) + 1)) / 2.0 ** n
+    return min(1.0, 2.0 * tail)
+
+
 def parse_grid(specs: Sequence[str]) -> list[dict[str, Any]]:
     axes: list[list[tuple[str, Any]]] = []
     for spec in specs:
@@ -479,6 +552,7 @@ def main() -> None:
     ap.add_argument("--questions", type=int, default=None, help="questions per conversation (default: all)")
     ap.add_argument("--grid", action="append", default=[], help="KEY=V1,V2 (repeatable; see the module docstring)")
     ap.add_argument("--check", type=int, default=20, help="questions on which the replica must equal thread.search")
+    ap.add_argument("--paired", action="store_true", help="per row: evidence turns gained / lost against the shipped ranking, two-sided sign test")
     args = ap.parse_args()
     convs = load_locomo(args.path, max_questions=args.questions)
     tokenizer = load_tokenizer()
@@ -498,12 +572,16 @@ def main() -> None:
         if got != mine:
             raise SystemExit(f"replica differs from thread.search on {q.question_id}")
     sparse = SparseCache(args.cache_dir)
-    keys = [k for k in DEFAULTS if any(k in spec.split("=")[0] for spec in args.grid)] or ["vw"]
+    keys = [k for k in DEFAULTS if any(k == spec.partition("=")[0] for spec in args.grid)] or ["vw"]
     print("| " + " | ".join(keys) + " | " + " | ".join(str(b) for b in BUDGETS) + " | "
           + " | ".join(f"{label} @2000" for label in CATEGORIES.values()) + " |")
     print("|---" * (len(keys) + len(BUDGETS) + len(CATEGORIES)) + "|")
     variants: dict[tuple[float, float, float, int], tuple[dict[str, Corpus], dict[str, int], int, float]] = {(1.0, 1.0, 0.0, 1): (corpora, df, n_docs, avg_len)}
-    for setting in parse_grid(args.grid) or [shipped]:
+    baseline: dict[int, list[bool]] | None = None
+    settings = parse_grid(args.grid) or [shipped]
+    if args.paired:
+        settings = [shipped, *settings]  # the first row: the shipped ranking, the pairs' reference
+    for setting in settings:
         fields = (setting["prev_w"], setting["own_w"], setting["next_w"], setting["labels"])
         if fields not in variants:
             variants[fields] = build_corpora(client, threads, tokenizer.count, *fields)
@@ -511,8 +589,11 @@ def main() -> None:
         found: dict[int, list[bool]] = {b: [] for b in BUDGETS}
         by_cat: dict[int, list[bool]] = {c: [] for c in CATEGORIES}
         t0 = time.perf_counter()
+        ranking_s = 0.0
         for conv, q, qvec, terms in questions:
+            t1 = time.perf_counter()
             ranked = rank(corpora[conv.sample_id], q.text, qvec, terms, (df, n_docs, avg_len), setting, sparse)
+            ranking_s += time.perf_counter() - t1
             memo: dict[int, int] = {}
             for b in BUDGETS:
                 k, _ = pack(ranked, b, tokenizer.count, memo)
@@ -523,7 +604,19 @@ def main() -> None:
         recall = " | ".join(f"{sum(found[b]) / len(found[b]):.3f}" for b in BUDGETS)
         cats = " | ".join(f"{sum(v) / len(v):.3f}" if v else "-" for v in by_cat.values())
         label = " | ".join(str(setting[k]) for k in keys)
-        print(f"| {label} | {recall} | {cats} |  ({time.perf_counter() - t0:.0f} s)", flush=True)
+        pairs = ""
+        if args.paired:
+            if baseline is None:
+                baseline = found
+            else:
+                cells = []
+                for b in BUDGETS:
+                    gained = sum(1 for x, y in zip(found[b], baseline[b]) if x and not y)
+                    lost = sum(1 for x, y in zip(found[b], baseline[b]) if y and not x)
+                    cells.append(f"+{gained} / -{lost} (p {sign_test(gained, lost):.3g})")
+                pairs = " " + " | ".join(cells) + " |"
+        per_q = 1000.0 * ranking_s / max(len(questions), 1)
+        print(f"| {label} | {recall} | {cats} |{pairs}  ({time.perf_counter() - t0:.0f} s; ranking {per_q:.1f} ms/question)", flush=True)
     search.FUSION_FLOOR = DEFAULTS["floor"]
     client.close()
 
