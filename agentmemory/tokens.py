@@ -155,8 +155,24 @@ def estimate_tokens(text: str) -> int:
     each and remembered: a card rendered again with one more record re-costs only that record."""
     if not text:
         return 0
+    last = _last_text
+    if last[0] == text:  # the same text again (a card's content, counted as the card is built)
+        return last[1]
     units = sum(map(_cost, _SEGMENT_START.split(text))) if "\n" in text else _cost(text)
-    return max(1, (units * SAFETY_NUM + _UNIT * SAFETY_DEN // 2) // (_UNIT * SAFETY_DEN))
+    tokens = max(1, (units * SAFETY_NUM + _UNIT * SAFETY_DEN // 2) // (_UNIT * SAFETY_DEN))
+    if "\n" in text:
+        _remember_text(text, tokens)
+    return tokens
+
+
+_last_text: tuple[str, int] = ("", 0)
+"""The last multi-line text ``estimate_tokens`` counted and its count (one tuple, replaced
+whole: safe beside another thread)."""
+
+
+def _remember_text(text: str, tokens: int) -> None:
+    global _last_text
+    _last_text = (text, tokens)
 
 
 def truncate_to_tokens(text: str, budget: int) -> str:

@@ -112,7 +112,7 @@ def _ranked_op(
             rankings.append((weights[i], vec[:k]))
     fused = speaker_boost(fuse_scores(rankings), queries[0] if queries else "")
     scored = context_boost(fused, CONTEXT_WINDOW, CONTEXT_WEIGHT)
-    return list(map(Candidate._make, scored))
+    return Candidate.each(scored)
 
 
 def _typed_search_op(

@@ -46,7 +46,27 @@ def _text_terms(text: str) -> tuple[str, ...]:
 
 
 def keyword_topics(texts: Sequence[str], n: int = 5) -> list[str]:
-    """Offline topics: the most frequent content words (and adjacent pairs) of ``texts``."""
+    """Offline topics: the most frequent content words (and adjacent pairs) of ``texts``;
+    remembered by the texts (a pure function of them: a card built again before the thread
+    changes reads the same messages)."""
+    key = (tuple(texts), n)
+    topics = _TOPICS_MEMO.get(key)
+    if topics is None:
+        topics = _keyword_topics(texts, n)
+        if sum(map(len, texts)) > 10 * _MEMO_CHARS:
+            return topics
+        if len(_TOPICS_MEMO) >= _TOPICS_MEMO_SIZE:
+            _TOPICS_MEMO.clear()
+        _TOPICS_MEMO[key] = topics
+    return list(topics)
+
+
+_TOPICS_MEMO: dict[tuple[tuple[str, ...], int], list[str]] = {}
+_TOPICS_MEMO_SIZE = 256
+
+
+def _keyword_topics(texts: Sequence[str], n: int) -> list[str]:
+    """``keyword_topics`` computed."""
     counts: Counter[str] = Counter()
     for text in texts:
         counts.update(_text_terms(text))
@@ -71,6 +91,11 @@ class Candidate(NamedTuple):
     distance: float | None
     score: float | None
 
+    @classmethod
+    def each(cls, scored: Iterable[tuple[Record, float | None, float | None]]) -> list[Candidate]:
+        """A candidate of each (record, distance, score)."""
+        return list(map(cls._make, scored))
+
 
 Ranked = TypeVar("Ranked", Hit, Candidate, Hit | Candidate)
 """What ``unrepeated`` reads: a hit or a candidate (each has the ``record``)."""
@@ -79,7 +104,24 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 def _normalised(text: str) -> str:
-    return " ".join(text.split()).casefold()
+    """``text`` with its whitespace collapsed, case-folded: how the card compares texts.
+    Remembered by text (a card compares the same records' texts several times, and again in
+    the next card)."""
+    out = _NORMALISED.get(text)
+    if out is None:
+        out = " ".join(text.split()).casefold()
+        if len(text) > _MEMO_CHARS:
+            return out
+        if len(_NORMALISED) >= _NORMALISED_SIZE:
+            _NORMALISED.clear()  # one step, safe beside another thread's card
+        _NORMALISED[text] = out
+    return out
+
+
+_NORMALISED: dict[str, str] = {}
+_NORMALISED_SIZE = 4096
+_MEMO_CHARS = 4000
+"""Longer texts (documents) are not remembered by ``_normalised`` or ``keyword_topics``."""
 
 
 def unrepeated(hits: Sequence[Ranked], summary: str) -> list[Ranked]:

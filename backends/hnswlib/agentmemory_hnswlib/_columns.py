@@ -10,6 +10,7 @@ rebuilt from it on open.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -83,6 +84,10 @@ class VectorRow:
         return (self.content, self.role, self.timestamp, self.created_at, self.expires_at, self.index_text)
 
 
+_JOURNAL = 64
+"""Changes ``Columns.changed_since`` remembers (a memoised mask older than them is rebuilt)."""
+_UIDS = itertools.count(1)
+
 _FIELD_ARRAYS = ("content", "role", "timestamp", "created_at", "expires_at", "index_text")
 """Snapshot arrays of ``Fields``, NUL-joined in that order (None is stored as ""; a role or
 timestamp is never empty)."""
@@ -98,6 +103,11 @@ class Columns:
         self.n = 0
         self.version = 0
         """Bumped by every change to the slots (what a memoised mask depends on)."""
+        self.uid = next(_UIDS)
+        """This object's own number (``id()`` may be reused by a later one)."""
+        self._journal: list[tuple[int, int, int]] = []
+        """(version, lo, hi): the slots ``[lo, hi)`` whose filtered values changed on reaching
+        that version (lo -1: every slot), the last ``_JOURNAL`` changes (``changed_since``)."""
         cap = max(16, capacity)
         self.labels = np.empty(cap, np.int64)
         self.rtype = np.empty(cap, np.int8)
@@ -189,7 +199,7 @@ class Columns:
         self.label_slot[self.labels[:n]] = np.arange(n)
         self.total_tokens = int(self.ntok[:n].sum())
         self.n = n
-        self.version += 1
+        self._changed(-1, -1)
 
     _ARRAYS = ("labels", "rtype", "user", "agent", "thread", "status", "expires", "seq", "ntok")
 
@@ -273,14 +283,14 @@ class Columns:
             self.total_tokens += row.ntok
         self.fields.extend(self._shared(row.fields for row in rows))
         self.n = start + len(rows)
-        self.version += 1
+        self._changed(start, self.n)
         return np.arange(start, self.n)
 
     def update(self, row: VectorRow) -> None:
         """Refresh the mutable columns (status, expiry, metadata, tokens, record fields) of an
         existing slot."""
         slot = self.slot_of[row.record_id]
-        self.version += 1
+        self._changed(slot, slot + 1)
         self.status[slot] = STATUS_CODE[RecordStatus(row.status)]
         self.expires[slot] = NO_EXPIRY if row.expires_us is None else row.expires_us
         self.total_tokens += row.ntok - int(self.ntok[slot])
@@ -291,7 +301,7 @@ class Columns:
     def remove(self, record_id: str) -> int:
         """Drop the slot of ``record_id`` (swap-with-last); return the label it held."""
         slot = self.slot_of.pop(record_id)
-        self.version += 1
+        self._changed(slot, slot + 1)  # the last slot's row moves here; the slots end before it
         label = int(self.labels[slot])
         self.label_slot[label] = -1
         self.total_tokens -= int(self.ntok[slot])
@@ -323,7 +333,7 @@ class Columns:
         order = np.lexsort(keys)  # the last key is the primary one
         if np.array_equal(order, np.arange(n)):
             return False
-        self.version += 1
+        self._changed(-1, -1)
         for name in self._ARRAYS:
             column = getattr(self, name)
             column[:n] = column[:n][order]
@@ -358,9 +368,44 @@ class Columns:
         return None if slot is None else int(self.labels[slot])
 
     # ---- filtering --------------------------------------------------------------------------
+    def _changed(self, lo: int, hi: int) -> None:
+        """A new version, at which the slots ``[lo, hi)`` changed (-1: every slot)."""
+        self.version += 1
+        journal = self._journal
+        if len(journal) >= _JOURNAL:
+            del journal[: _JOURNAL // 2]
+        journal.append((self.version, lo, hi))
+
+    def changed_since(self, version: int) -> np.ndarray | None:
+        """The slots below ``n`` whose filtered values (type, scope, status, expiry, sequence)
+        may differ from what they were at ``version``, ascending; None when that is not known
+        (the journal no longer reaches back to it, or every slot changed). A slot past ``n``
+        then was added since; one past ``n`` now was dropped."""
+        journal = self._journal
+        if version == self.version:
+            return np.zeros(0, np.int64)
+        if version > self.version or not journal or journal[0][0] > version + 1:
+            return None
+        spans = [(lo, hi) for v, lo, hi in journal if v > version]
+        if any(lo < 0 for lo, _ in spans):
+            return None
+        n = self.n
+        parts = [np.arange(lo, min(hi, n)) for lo, hi in spans if lo < n]
+        return np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+
     def mask(self, flt: RecordFilter) -> np.ndarray | None:
         """Slots matching every condition of ``flt`` except the metadata filter (None = all)."""
-        n = self.n
+        return self._match(flt, None)
+
+    def mask_at(self, flt: RecordFilter, slots: np.ndarray) -> np.ndarray:
+        """Which of ``slots`` match ``flt`` as ``mask`` decides it (a mask of the slots)."""
+        out = self._match(flt, slots)
+        return np.ones(len(slots), bool) if out is None else out
+
+    def _match(self, flt: RecordFilter, slots: np.ndarray | None) -> np.ndarray | None:
+        """``mask`` over every slot (``slots`` None) or over ``slots``."""
+        n = self.n if slots is None else len(slots)
+        at: Any = slice(0, self.n) if slots is None else slots
         out: np.ndarray | None = None
 
         def both(cond: np.ndarray) -> None:
@@ -368,12 +413,11 @@ class Columns:
             out = cond if out is None else np.logical_and(out, cond, out=out)
 
         if flt.record_ids is not None:
-            cond = np.zeros(n, bool)
-            slots = [s for s in (self.slot_of.get(r) for r in flt.record_ids) if s is not None]
-            cond[slots] = True
-            both(cond)
+            cond = np.zeros(self.n, bool)
+            cond[[s for s in (self.slot_of.get(r) for r in flt.record_ids) if s is not None]] = True
+            both(cond[at])
         if flt.record_types is not None:
-            both(isin_codes(self.rtype[:n], [TYPE_CODE[RecordType(t)] for t in flt.record_types]))
+            both(isin_codes(self.rtype[at], [TYPE_CODE[RecordType(t)] for t in flt.record_types]))
         for name, col in (("user_id", self.user), ("agent_id", self.agent), ("thread_id", self.thread)):
             want = getattr(flt, name)
             if want is ANY:
@@ -381,17 +425,17 @@ class Columns:
             code = 0 if want is None else self.codes.get(want)
             if code is None:
                 return np.zeros(n, bool)
-            both(col[:n] == code)
+            both(col[at] == code)
         if flt.statuses is not None:
-            both(isin_codes(self.status[:n], [STATUS_CODE[RecordStatus(s)] for s in flt.statuses]))
+            both(isin_codes(self.status[at], [STATUS_CODE[RecordStatus(s)] for s in flt.statuses]))
         if flt.alive_at is not None:
-            both(self.expires[:n] > to_us(flt.alive_at))
+            both(self.expires[at] > to_us(flt.alive_at))
         if flt.expired_at is not None:
-            both(self.expires[:n] <= to_us(flt.expired_at))
+            both(self.expires[at] <= to_us(flt.expired_at))
         if flt.min_seq is not None:
-            both(self.seq[:n] >= flt.min_seq)
+            both(self.seq[at] >= flt.min_seq)
         if flt.max_seq is not None:
-            both(self.seq[:n] < flt.max_seq)
+            both(self.seq[at] < flt.max_seq)
         return out
 
     def meta_ok(self, slots: Iterable[int], metadata_filter: dict[str, object]) -> np.ndarray:

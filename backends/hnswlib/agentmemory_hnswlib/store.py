@@ -88,6 +88,9 @@ _RECORD_CACHE = 8192
 """Decoded records kept by id (``HnswlibStore._records``)."""
 _TIE_MARGIN = 4e-6
 """Distances closer than this to the edge of an ANN fetch may round to a tie (6 decimals)."""
+_PATCH_MIN = 4096
+"""A memoised scope is brought up to date slot by slot when at most this many slots (or a
+sixteenth of them) changed since it was made, else made again (``HnswlibStore._refreshed``)."""
 
 
 def _int_option(name: str, value: Any, minimum: int, maximum: int | None = None) -> int:
@@ -218,8 +221,7 @@ class HnswlibStore(MemoryStore):
         """What the last open had to do to bring the index in line with the records."""
         self._rng = np.random.default_rng(0x5EED)
         self._masks: dict[tuple[Any, ...], _Scope | _Alive] = {}
-        """Scopes of the columns version ``_masks_of`` (``_scope``), by ``_scope_key``."""
-        self._masks_of: tuple[int, int] | None = None
+        """Scopes by ``_scope_key`` (``_scope``), each stamped with the columns version it is of."""
         self._records: dict[str, Record] = {}
         """Decoded records by id, at most ``_RECORD_CACHE`` (oldest dropped first): a context
         card reads the same few hundred records again and again. ``Record`` is frozen and the
@@ -635,9 +637,7 @@ class HnswlibStore(MemoryStore):
         self._cols = None
         self._postings = None
         self.postings_source = None
-        # the masks are keyed by the columns' id(): a reopened store's new columns may reuse it
         self._masks.clear()
-        self._masks_of = None
         self._records.clear()
         if self._lock_fd is not None:
             with contextlib.suppress(OSError):
@@ -1127,24 +1127,49 @@ class HnswlibStore(MemoryStore):
                 and flt.record_types is None and flt.statuses is None and flt.alive_at is None
                 and flt.expired_at is None and flt.min_seq is None and flt.max_seq is None):
             return _Scope(None, cols.n)  # no condition but (perhaps) metadata: no lookup
-        version = (id(cols), cols.version)
-        if self._masks_of != version:
-            self._masks.clear()
-            self._masks_of = version
+        stamp = (cols.uid, cols.version)
         key = _scope_key(flt)
         rest = self._masks.get(key)
-        if not isinstance(rest, _Scope):
-            rest = _Scope.of(cols.mask(dataclasses.replace(flt, alive_at=None, metadata_filter=None)), cols.n)
+        if not isinstance(rest, _Scope) or rest.stamp != stamp:
+            rest = self._refreshed(cols, flt, rest, stamp)
             self._remember(key, rest)
         if flt.alive_at is None:
             return rest
         at = to_us(flt.alive_at)
         alive_key = (*key, "alive")
         kept = self._masks.get(alive_key)
-        if not isinstance(kept, _Alive) or not kept.low <= at < kept.high:
+        if not isinstance(kept, _Alive) or kept.base is not rest or not kept.low <= at < kept.high:
             kept = _Alive.of(rest, cols.expires, at, cols.n)
             self._remember(alive_key, kept)
         return kept.scope
+
+    def _refreshed(self, cols: Columns, flt: RecordFilter, old: _Scope | _Alive | None, stamp: tuple[int, int]) -> _Scope:
+        """``flt``'s scope (its alive_at and metadata filter aside) at the columns' version
+        ``stamp``: ``old``, the same scope at an earlier version of these columns, with only the
+        slots changed since then evaluated again (``Columns.changed_since``) when they are few
+        (a turn adds a few messages: the card after it no longer passes over every slot); else
+        a pass over every slot. Either way the mask is the one ``cols.mask`` gives now."""
+        plain = dataclasses.replace(flt, alive_at=None, metadata_filter=None)
+        if isinstance(old, _Scope) and old.mask is not None and old.stamp is not None and old.stamp[0] == cols.uid:
+            changed = cols.changed_since(old.stamp[1])
+            n = cols.n
+            if changed is not None and len(changed) <= max(_PATCH_MIN, n // 16):
+                mask = np.zeros(n, bool)
+                keep = min(n, len(old.mask))
+                mask[:keep] = old.mask[:keep]
+                now = cols.mask_at(plain, changed)
+                was = np.zeros(len(changed), bool)
+                inside = changed < keep
+                was[inside] = old.mask[changed[inside]]
+                mask[changed] = now
+                # the slots listed likewise: those still in scope, and those that came into it
+                slots = old.slots()
+                slots = slots[slots < n]
+                slots = np.sort(np.concatenate([slots[mask[slots]], changed[now & ~was]]))
+                mask.flags.writeable = False
+                slots.flags.writeable = False
+                return _Scope(mask, len(slots), slots, stamp)
+        return _Scope.of(cols.mask(plain), cols.n, stamp)
 
     def _remember(self, key: tuple[Any, ...], entry: _Scope | _Alive) -> None:
         if len(self._masks) >= 32:  # drop the oldest entry (dicts keep insertion order)
@@ -1222,22 +1247,25 @@ def _scope_key(flt: RecordFilter) -> tuple[Any, ...]:
 
 
 class _Scope:
-    """One scope of one columns version: its mask (None = every slot; read-only), how many
-    slots match, and which (listed on first use)."""
+    """One scope of one columns version (``stamp``: the columns' uid and version; None when not
+    memoised): its mask (None = every slot; read-only), how many slots match, and which (listed
+    on first use)."""
 
-    __slots__ = ("mask", "count", "_slots")
+    __slots__ = ("mask", "count", "_slots", "stamp")
 
-    def __init__(self, mask: np.ndarray | None, count: int, slots: np.ndarray | None = None) -> None:
+    def __init__(self, mask: np.ndarray | None, count: int, slots: np.ndarray | None = None,
+                 stamp: tuple[int, int] | None = None) -> None:
         self.mask = mask
         self.count = count
         self._slots = slots
+        self.stamp = stamp
 
     @classmethod
-    def of(cls, mask: np.ndarray | None, n: int) -> _Scope:
+    def of(cls, mask: np.ndarray | None, n: int, stamp: tuple[int, int] | None = None) -> _Scope:
         if mask is None:
-            return cls(None, n)
+            return cls(None, n, stamp=stamp)
         mask.flags.writeable = False
-        return cls(mask, int(np.count_nonzero(mask)))
+        return cls(mask, int(np.count_nonzero(mask)), stamp=stamp)
 
     def slots(self) -> np.ndarray:
         """The matching slots, ascending (read-only)."""
@@ -1250,12 +1278,13 @@ class _Scope:
 
 class _Alive:
     """A scope's records alive at instants ``low <= t < high`` (microseconds): none of its
-    records expires in between, so the answer is the same for every such ``t``."""
+    records expires in between, so the answer is the same for every such ``t``. ``base``: the
+    scope (of one columns version) it restricts."""
 
-    __slots__ = ("scope", "low", "high")
+    __slots__ = ("scope", "low", "high", "base")
 
-    def __init__(self, scope: _Scope, low: float, high: float) -> None:
-        self.scope, self.low, self.high = scope, low, high
+    def __init__(self, scope: _Scope, low: float, high: float, base: _Scope) -> None:
+        self.scope, self.low, self.high, self.base = scope, low, high, base
 
     @classmethod
     def of(cls, rest: _Scope, expires: np.ndarray, at: int, n: int) -> _Alive:
@@ -1266,10 +1295,10 @@ class _Alive:
         low = float(ends[~alive].max()) if not alive.all() else -math.inf
         high = float(ends[alive].min()) if alive.any() else math.inf
         if alive.all():
-            return cls(rest, low, high)  # nothing of the scope has expired: the same slots
+            return cls(rest, low, high, rest)  # nothing of the scope has expired: the same slots
         kept = slots[alive]
         mask = np.zeros(n, bool)
         mask[kept] = True
         mask.flags.writeable = False
         kept.flags.writeable = False
-        return cls(_Scope(mask, len(kept), kept), low, high)
+        return cls(_Scope(mask, len(kept), kept), low, high, rest)

@@ -176,10 +176,10 @@ def test_search_breadth_grows_with_the_index_unless_set(tmp_path: Path) -> None:
 
 
 def test_close_forgets_the_scope_masks(tmp_path: Path) -> None:
-    """The scope-mask memo is keyed by the columns' ``id()`` and version; a reopened store's new
-    columns can get the freed object's id at the same version (CPython reuses addresses), so
-    masks of the old columns must not outlive ``close``: otherwise a filtered search after a
-    reopen (another writer having changed the records meanwhile) could use a stale mask."""
+    """Masks of the old columns must not outlive ``close`` (each is stamped with its columns'
+    own number and version, so a reopened store's new columns never match them either):
+    otherwise a filtered search after a reopen (another writer having changed the records
+    meanwhile) could use a stale mask."""
     store = HnswlibStore(tmp_path / "db")
     store.open(dimension=4)
     vectors = np.eye(4, dtype=np.float32)
@@ -190,7 +190,7 @@ def test_close_forgets_the_scope_masks(tmp_path: Path) -> None:
     assert {h.record.record_id for h in store.vector_search(vectors[0], scope, 4)} == {"r1", "r3"}
     assert store._masks, "the filtered search memoised its scope mask"
     store.close()
-    assert not store._masks and store._masks_of is None
+    assert not store._masks
     other = HnswlibStore(tmp_path / "db")
     other.open(dimension=4)
     other.write(WriteBatch(add=[NewRecord(make_record("r4", user="u1"), vectors[0])]))
