@@ -1,9 +1,9 @@
 """The offline (no-LLM) summary: salient, non-redundant sentences of a conversation.
 
-``extractive_summary(messages, token_budget)`` splits the messages into sentences, weighs each
-sentence's terms by TF-IDF, ranks sentences by TextRank centrality over their cosine-similarity
-graph (a sentence that many others echo is what the conversation is about), boosts sentences that
-carry specifics (names, numbers, identifiers) and damps content-free ones ("thanks!", "ok"), then
+``extractive_summary(messages, token_budget)`` splits the messages into sentences (and
+semicolon clauses), weighs each sentence's terms by TF-IDF, ranks sentences by TextRank
+centrality over their cosine-similarity graph (a sentence that many others echo is what the
+conversation is about), boosts sentences that carry specifics (names, numbers, identifiers) and damps content-free ones ("thanks!", "ok"), then
 picks sentences greedily by maximal marginal relevance, so a near-duplicate of a picked sentence is
 skipped. The picked sentences are printed in chronological order as ``role: text`` lines (one line
 per message) and the whole text stays within ``token_budget`` (``agentmemory.tokens``).
@@ -32,7 +32,9 @@ MMR_LAMBDA = 0.7
 DUPLICATE_SIMILARITY = 0.8
 """A sentence at least this similar (cosine of TF-IDF vectors) to a picked one is never picked."""
 DAMPING = 0.85
-_SENTENCE = re.compile(r"(?:[^.!?\n]|[.!?](?=[\w@/-]))+[.!?]*")
+_SENTENCE = re.compile(r"(?:[^.!?;\n]|[.!?](?=[\w@/-]))+[.!?;]*")
+"""A sentence, or a clause a semicolon ends (a verse or a list of clauses is one long run-on line
+otherwise, and its repeated clauses could not be told apart); ``3.5`` and ``e.g.`` stay whole."""
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9'_-]*")
 _SPECIFIC = re.compile(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-z]+|\d")
 _FILLERS = frozenset(

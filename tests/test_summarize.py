@@ -63,6 +63,15 @@ def test_near_duplicates_are_dropped() -> None:
     assert out.count("Oslo") == 1 and "hotel" in out
 
 
+def test_a_clause_repeated_in_one_message_is_summarised_once() -> None:
+    """A verse repeats its line, semicolon after semicolon, in one message without a full stop:
+    the summary shows the line once (seed 002's poem once filled the summary six times)."""
+    line = "Soft paws on the windowsill, a tail that flicks the evening still;"
+    out = extractive_summary(msgs(("user", "write a short poem about cats"), ("assistant", " ".join([line] * 6))), 10_000)
+    assert out.count("Soft paws on the windowsill") == 1
+    assert "poem about cats" in out
+
+
 @pytest.mark.parametrize("budget", [1, 5, 12, 30, 60, 120, 400])
 def test_the_budget_is_respected(budget: int) -> None:
     summary = extractive_summary(CHAT, budget)
