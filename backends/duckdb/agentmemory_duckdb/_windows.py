@@ -16,7 +16,7 @@ rolled-back write never reaches it.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -143,6 +143,19 @@ class _Window:
             del self.entries[self.depth :]
             self.floor = int(self.entries[-1].row[7])
 
+    def enter(self, row: tuple[Any, ...]) -> None:
+        """A row that a patch brought into the scope, in its place by ``seq`` when the window
+        reaches down to it (past ``depth`` the oldest is cut, as in ``prepend``)."""
+        seq = int(row[7])
+        if seq < self.floor:
+            return
+        at = next((i for i, entry in enumerate(self.entries) if entry.row[7] < seq), len(self.entries))
+        self.entries.insert(at, _Entry(row))
+        self.rids.add(row[0])
+        if len(self.entries) > self.depth:
+            self.rids.discard(self.entries.pop().row[0])
+            self.floor = int(self.entries[-1].row[7])
+
     def patch(self, key: WindowKey, patch: RecordPatch) -> None:
         """A held row after ``patch``; removed when its new status leaves the scope."""
         at = next(i for i, entry in enumerate(self.entries) if entry.row[0] == patch.record_id)
@@ -201,11 +214,14 @@ class Windows:
         self._kept[key] = _Window(rows, depth)
 
     def after_write(
-        self, inserted: Sequence[tuple[Any, ...]], unknown_adds: bool, patches: Sequence[RecordPatch], deletes: Iterable[str]
+        self, inserted: Sequence[tuple[Any, ...]], unknown_adds: bool, patches: Sequence[RecordPatch], deletes: Iterable[str],
+        rows_after: Mapping[str, tuple[Any, ...]],
     ) -> None:
         """Bring every window to what a committed write made of the table: its ``inserted``
         rows (all of its adds unless ``unknown_adds``: then every window goes), then its
-        patches, then its deletes, in the order the batch applied them."""
+        patches, then its deletes, in the order the batch applied them. ``rows_after``: rows
+        as the whole write left them (the store's rows kept by id), which tell whether a record
+        a status patch touched, and the window does not hold, has entered its scope."""
         if not self._kept:
             return
         deletes = list(deletes)
@@ -221,9 +237,12 @@ class Windows:
                 if patch.record_id in window.rids:
                     window.patch(key, patch)
                 elif key.statuses is not None and patch.status is not UNSET:
-                    # the record may have entered the scope, and its row is not at hand
-                    del self._kept[key]
-                    break
+                    row = rows_after.get(patch.record_id)
+                    if row is None:  # it may have entered the scope, and its row is not at hand
+                        del self._kept[key]
+                        break
+                    if key.selects(row):
+                        window.enter(row)
             else:
                 for rid in deletes:
                     if rid in window.rids:

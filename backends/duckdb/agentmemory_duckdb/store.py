@@ -292,12 +292,21 @@ class DuckDBStore(MemoryStore):
         self._windows = Windows()
         """A scope's newest rows (``_windows``): the card's and a turn's queries with a small
         limit, kept as the store's writes change the table (``_after_write``)."""
+        self._records: dict[str, tuple[tuple[Any, ...], Record]] = {}
+        """Records decoded from rows, with the row (``_record_of``)."""
         self._written: tuple[Sequence[RecordPatch], Sequence[str]] = ((), ())
         """The patches and deletes of the write being applied, for ``_after_write``."""
         self._inserted: list[tuple[Any, ...]] = []
         """The rows the write being applied inserts as literals (``_values_insert``), as queries
         by id read them, for ``_after_write`` to keep: the next turn reads its previous message,
         written by the turn before, by id."""
+        self._moved: list[tuple[str, int | None, Any]] | None = []
+        """What the write being applied does to the searchable rows, add by add, patch by patch,
+        delete by delete: (id, its new ``ver``, or None when it has no vector any more, and its
+        new keyword text, ``_SAME_TEXT`` or None when not known here); None when not followed
+        (an add through Arrow). ``_carried_memo`` brings the keyword delta along with it."""
+        self._stale_written: list[str] = []
+        """The ids the write being applied lists in ``am_stale`` (``_carried_memo``)."""
         self._added: _Added | None = None
         """The few records the write being applied inserts (``_keep_untouched_scopes``)."""
         self._touched: frozenset[str] | None = None
@@ -563,7 +572,7 @@ class DuckDBStore(MemoryStore):
         self._memo, self._memo_clock = {}, -1
         self._fts_stats = None
         self._scopes, self._rows, self._scope_sizes = {}, {}, {}
-        self._id_rows, self._absent_ids = {}, set()
+        self._id_rows, self._absent_ids, self._records = {}, set(), {}
         self._windows.clear()
         if not self._read_only:
             # snapshot tables a crash left behind (built, never made current)
@@ -666,6 +675,7 @@ class DuckDBStore(MemoryStore):
             else:
                 matrix, missing = columns.vectors, np.zeros(n, dtype=bool)
             tx.insert_arrow(_arrow_table(columns, matrix, missing, seq, ver))  # the rows hold seq and ver (_schema._v4)
+            self._moved = None
             with_vec = 0 if columns.vectors is None else n
             return [], with_vec, with_vec, with_vec, seq + n, ver + n
 
@@ -714,7 +724,7 @@ class DuckDBStore(MemoryStore):
         con = self._conn()
         self._touched = self._added = None
         self._written = ((), ())
-        self._inserted = []
+        self._inserted, self._moved, self._stale_written = [], [], []
         try:
             with _mapped_errors():
                 tx = _Tx(con)
@@ -736,9 +746,14 @@ class DuckDBStore(MemoryStore):
             raise Conflict(f"record id {first!r} already exists") from None
         self._after_write(added_ids)
         current = self._memo_clock == self._clock
+        carried = self._carried_memo() if current else None
         _, vec_changes, doc_changes, vec_count, self._seq, self._clock = applied
         if current and self._touched is not None:
             self._keep_untouched_scopes(self._touched, self._added)
+        if carried is not None:
+            self._sync_memo()
+            self._memo.update(carried[0])
+            self._rows.update(carried[1])
         self._vec_changes += vec_changes
         self._doc_changes += doc_changes
         self._n_vectors += vec_count
@@ -752,22 +767,80 @@ class DuckDBStore(MemoryStore):
         patches, deletes = self._written
         kept = self._id_rows
         inserted, self._inserted = self._inserted, []
-        if self._absent_ids or self._windows:
-            added = added_ids()
-            self._absent_ids.difference_update(added)
-            self._windows.after_write(inserted, len(added) != len(inserted), patches, deletes)
         if inserted:  # before the patches: a batch's patches come after its adds
             if len(kept) + len(inserted) > _ID_ROWS:
                 kept.clear()
             kept.update((row[0], row) for row in inserted)
-        if not kept:
-            return
-        for patch in patches:
-            row = kept.get(patch.record_id)
+        if kept:
+            for patch in patches:
+                row = kept.get(patch.record_id)
+                if row is not None:
+                    kept[patch.record_id] = patched_row(row, patch)
+            for rid in deletes:
+                kept.pop(rid, None)
+        if self._absent_ids or self._windows:
+            added = added_ids()
+            self._absent_ids.difference_update(added)
+            self._windows.after_write(inserted, len(added) != len(inserted), patches, deletes, kept)
+
+    def _carried_memo(self) -> tuple[dict[tuple[Any, ...], Any], dict[str, tuple[Any, ...]]]:
+        """What searches read at the clock before the committed write that the write leaves
+        valid or can bring along, to keep across it (a card right after a turn's write then asks
+        DuckDB nothing of it; each statement costs ~1 ms at 100k rows): the record rows of
+        searches but the patched and deleted ones, the stale ids with the ones it listed, and
+        the keyword delta (``_carried_delta``). Called after ``_after_write``, before the clock moves."""
+        patches, deletes = self._written
+        changed = {patch.record_id for patch in patches} | set(deletes)
+        rows = {rid: row for rid, row in self._rows.items() if rid not in changed}
+        memo: dict[tuple[Any, ...], Any] = {}
+        fts = 0 if self._fts is None else self._fts.watermark
+        for key, value in self._memo.items():
+            if key[0] == "stale":
+                memo[key] = value | frozenset(self._stale_written) if self._stale_written else value
+            elif key == ("delta", fts):  # an earlier snapshot's is not read again
+                delta = self._carried_delta(key[1], value)
+                if delta is not None:
+                    memo[key] = delta
+        return memo, rows
+
+    def _carried_delta(self, watermark: int, value: Any) -> Any:
+        """The keyword delta (``_delta_corpus``'s value) after the committed write, from what
+        ``_apply`` recorded of it (``_moved``): its rows' versions moved along, terms analysed
+        from the texts it wrote or the rows kept by id (``_id_rows``, already brought along);
+        None when a text is not at hand or the write was not followed."""
+        moved = self._moved
+        rows: list[tuple[str, int, str | None]] = value[0]
+        if moved is None or len(rows) + len(moved) > _CARRIED_DELTA_ROWS:
+            return None
+        if not moved:
+            return value
+        before = {rid: ver for rid, ver, _ in rows}
+        vers = dict(before)
+        texts: dict[str, Any] = {}
+        for rid, ver, text in moved:
+            if ver is None:
+                vers.pop(rid, None)
+                texts.pop(rid, None)
+                continue
+            vers[rid] = ver
+            if text is not _SAME_TEXT or rid not in texts:
+                texts[rid] = text
+        terms = self._kw_terms
+        for rid, text in texts.items():
+            if isinstance(text, str):
+                continue
+            row = self._id_rows.get(rid)
+            hit = terms.get(rid)
             if row is not None:
-                kept[patch.record_id] = patched_row(row, patch)
-        for rid in deletes:
-            kept.pop(rid, None)
+                texts[rid] = row[2] if row[13] is None else row[13]
+            elif text is _SAME_TEXT and hit is not None and hit[0] == before.get(rid):
+                terms[rid] = (vers[rid], hit[1], hit[2])  # the same words at its new version
+            else:
+                return None
+        delta = [(rid, ver, text if isinstance(text := texts.get(rid), str) else None) for rid, ver in vers.items()]
+        if any(text is None and ((hit := terms.get(rid)) is None or hit[0] != ver) for rid, ver, text in delta):
+            return None  # a row's words would have to be read: not here, after the commit
+        return self._delta_from(self._conn(), watermark, delta)
 
     def _keep_untouched_scopes(self, touched: frozenset[str], added: _Added | None = None) -> None:
         """After a write that added, patched or deleted records of the ``touched`` types only,
@@ -833,8 +906,13 @@ class DuckDBStore(MemoryStore):
                 tx.run(_values_insert(columns, unit_rows, missing, seq, ver))
                 new_rows = (unit_rows, missing)
                 self._inserted = _inserted_rows(columns, missing, seq)
+                self._moved = [
+                    (rid, ver + i + 1, columns.content[i] if columns.index_text[i] is None else columns.index_text[i])
+                    for i, rid in enumerate(columns.record_id) if not missing[i]
+                ]
             else:
                 tx.insert_arrow(_arrow_table(columns, matrix, missing, seq, ver))
+                self._moved = None
             seq += len(batch.add)
             ver += len(batch.add)
             with_vec = sum(1 for item in batch.add if item.vector is not None)
@@ -878,6 +956,8 @@ class DuckDBStore(MemoryStore):
             ver += 1
             sets.append(f"ver = {ver}")
             tx.run(f"UPDATE am_records SET {', '.join(sets)} WHERE rid = {lit}")
+            if self._moved is not None:
+                self._moved.append((patch.record_id, ver if rows[patch.record_id][0] else None, _patched_text(patch)))
             touched.add(rtype)
             other.add(rtype)
             if patch.vector is None:
@@ -904,6 +984,8 @@ class DuckDBStore(MemoryStore):
             other.add(row[1])
             tx.run(f"DELETE FROM am_records WHERE rid = {lit}")
             tx.run(f"DELETE FROM am_links WHERE source_id = {lit} OR target_id = {lit}")
+            if self._moved is not None:
+                self._moved.append((rid, None, None))
             ver += 1
             if row[0]:
                 stale.append((rid, ver))
@@ -913,6 +995,7 @@ class DuckDBStore(MemoryStore):
             # snapshot rows of these records are no longer the live rows: queries skip them
             values = ", ".join(f"({sql_str(rid)}, {clock})" for rid, clock in stale)
             tx.run(f"INSERT INTO am_stale VALUES {values}")
+            self._stale_written = [rid for rid, _ in stale]
         if batch.delete:  # a deleted row may have held the largest seq or ver: write them (_schema._v4)
             tx.run(_counters_sql(seq, ver))
         self._touched = frozenset(touched)
@@ -989,7 +1072,8 @@ class DuckDBStore(MemoryStore):
                         if len(absent) > _ID_ROWS:
                             absent.clear()
                         absent.update(i for i in ids if i not in kept)
-            found = sorted((rec for rec in map(decode_record, rows) if record_matches(rec, filter)), key=_by_seq, reverse=desc)
+                records = [self._record_of(row) for row in rows]
+            found = sorted((rec for rec in records if record_matches(rec, filter)), key=_by_seq, reverse=desc)
             return found[offset:] if limit is None else found[offset : offset + limit]
         with self._lock, _mapped_errors():
             windowed = self._windowed(filter, order, limit, offset)
@@ -1012,6 +1096,21 @@ class DuckDBStore(MemoryStore):
         with self._lock, _mapped_errors():
             rows = self._conn().execute(sql, params).fetchall()
         return [decode_record(row) for row in rows]
+
+    def _record_of(self, row: Sequence[Any]) -> Record:
+        """``decode_record(row)``, decoded once per row content (under the store lock): a
+        card's searches return the same few dozen rows call after call, and a decode costs
+        ~10 us (pydantic, two datetimes, the metadata's JSON). Keyed by the row itself, so a
+        changed row is decoded again."""
+        cols = tuple(row[:_N_COLS])
+        hit = self._records.get(cols[0])
+        if hit is not None and hit[0] == cols:
+            return hit[1]
+        record = decode_record(cols)
+        if len(self._records) >= _ID_ROWS:
+            self._records.clear()
+        self._records[cols[0]] = (cols, record)
+        return record
 
     def _windowed(self, filter: RecordFilter, order: Order, limit: int | None, offset: int) -> list[Record] | None:
         """The query's records from a kept window of its scope (``_windows``), read first when
@@ -1108,7 +1207,7 @@ class DuckDBStore(MemoryStore):
                 if full_rows is None:
                     pairs = self._exact_over_snapshot(con, vidx, q, dim, where, params, k)
             rows = _merge_with_rows(con, pairs, full_rows or [], k, ascending=True, cache=self._row_cache(), scope=scope)
-        return [Hit(record=decode_record(row), distance=float(row[-1])) for row in rows]
+            return [Hit(record=self._record_of(row), distance=float(row[-1])) for row in rows]
 
     def _small_scope(
         self, con: duckdb.DuckDBPyConnection, flt: RecordFilter
@@ -1366,7 +1465,7 @@ class DuckDBStore(MemoryStore):
                 con, indexed + scored, [], k, ascending=False, cache=self._row_cache(), scope=None if kept is None else kept[0]
             )
             self._maybe_start_builder()
-        return [Hit(record=decode_record(row), score=float(row[-1])) for row in rows]
+            return [Hit(record=self._record_of(row), score=float(row[-1])) for row in rows]
 
     def _delta_ids(
         self, con: duckdb.DuckDBPyConnection, kept: tuple[_Scope, np.ndarray | None] | None, where: str, watermark: int
@@ -1390,9 +1489,10 @@ class DuckDBStore(MemoryStore):
         missing = [rid for rid, ver, _ in rows if (hit := cache.get(rid)) is None or hit[0] != ver]
         if missing:
             given = {rid: (ver, text) for rid, ver, text in rows if text is not None}
-            if len(given) < len(rows):
+            unread = [rid for rid in missing if rid not in given]
+            if unread:
                 given.update({rid: (ver, text) for rid, ver, text in con.execute(
-                    f"SELECT rid, ver, coalesce(index_text, content) FROM am_records WHERE rid IN (SELECT unnest({sql_str_list(missing)}))"
+                    f"SELECT rid, ver, coalesce(index_text, content) FROM am_records WHERE rid IN (SELECT unnest({sql_str_list(unread)}))"
                 ).fetchall()})
             terms = self._analyzer.terms
             for rid in missing:
@@ -1412,8 +1512,15 @@ class DuckDBStore(MemoryStore):
         counts (``_delta_terms``), their total length and their document frequencies: the
         delta's share of the corpus."""
         rows = con.execute(f"SELECT rid, ver, NULL FROM am_records WHERE has_vec AND ver > {int(watermark)}").fetchall()
+        return self._delta_from(con, watermark, rows)
+
+    def _delta_from(
+        self, con: duckdb.DuckDBPyConnection, watermark: int, rows: list[tuple[str, int, str | None]]
+    ) -> tuple[list[tuple[str, int, str | None]], dict[str, tuple[int, Counter[str], int]], int, Counter[str]]:
+        """``_delta_corpus``'s value for the delta rows ``(rid, ver, text or None)``."""
         stats = self._delta_terms(con, rows)
-        return rows, stats, sum(stats[rid][2] for rid, _, _ in rows), self._delta_df.update(watermark, rows, stats)
+        bare: list[tuple[str, int, str | None]] = [(rid, ver, None) for rid, ver, _ in rows]
+        return bare, stats, sum(stats[rid][2] for rid, _, _ in rows), self._delta_df.update(watermark, bare, stats)
 
     def _memoised(self, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
         """A read that depends only on the stored rows and snapshots (stale ids, the delta's ids,
@@ -1896,6 +2003,23 @@ def _by_seq(record: Record) -> int:
 
 def _row_seq(row: tuple[Any, ...]) -> int:
     return int(row[7])  # RECORD_COLUMNS: seq is the eighth
+
+
+_SAME_TEXT = object()
+"""A patch's keyword text when it leaves content and ``index_text`` as they were (``_moved``)."""
+_CARRIED_DELTA_ROWS = 20_000
+"""A keyword delta up to this many rows is brought along by a write (``_carried_delta``); a
+larger one is read again (a store without a BM25 snapshot has every row in it)."""
+
+
+def _patched_text(patch: RecordPatch) -> Any:
+    """The keyword text (``coalesce(index_text, content)``) a patch leaves: its own, None when
+    it resets ``index_text`` to content it does not name, or ``_SAME_TEXT``."""
+    if isinstance(patch.index_text, str):
+        return patch.index_text
+    if isinstance(patch.content, str):
+        return patch.content
+    return None if patch.index_text is None else _SAME_TEXT
 
 
 _ID_ROWS = 4_096

@@ -85,7 +85,7 @@ def _record(rid: str, h: Any, *, kind: RecordType = RecordType.MESSAGE, thread: 
 
 def _seeded(tmp_path: Path, h: Any) -> DuckDBStore:
     store = h.open_store(tmp_path / "w.db", auto_index=False)
-    adds = []
+    adds = [_record("m-early", h, kind=RecordType.MEMORY, status=RecordStatus.INVALID)]
     for i in range(12):
         adds.append(_record(f"a{i}", h, expires=T0 + timedelta(days=1) if i % 4 == 1 else None))
         adds.append(_record(f"b{i}", h, thread="b", user="u1" if i % 2 else "u2"))
@@ -127,7 +127,13 @@ def test_windows_follow_every_kind_of_write(tmp_path: Path, h: Any) -> None:
             RecordPatch("b11", metadata={"k": [1, "é"]}),
         ]))
         _check(store)
-        store.write(WriteBatch(patch=[RecordPatch("m-old", status=RecordStatus.VALID)]))  # enters a valid-only scope
+        store.query(RecordFilter(record_ids=("m-early",)))  # read by id: its row is kept
+        # both enter the valid-only scopes, each in its place by seq (m-early below the held facts)
+        store.write(WriteBatch(patch=[RecordPatch("m-old", status=RecordStatus.VALID), RecordPatch("m-early", status=RecordStatus.VALID)]))
+        assert _windows_of(store)["a-memories"] is before["a-memories"]  # its row is known by id: put in its place
+        _check(store)
+        del store._id_rows["m-t"]
+        store.write(WriteBatch(patch=[RecordPatch("m-t", status=RecordStatus.VALID)]))  # its row not at hand
         assert _windows_of(store)["a-memories"] is None and _windows_of(store)["a-messages"] is before["a-messages"]
         _check(store)
         store.write(WriteBatch(delete=["a-t1", "a11", "m9", "b0"]))
