@@ -63,11 +63,30 @@ def _split(messages: Sequence[tuple[str, str]]) -> list[_Sentence]:
     """The sentences of ``(role, text)`` messages."""
     out: list[_Sentence] = []
     for index, (role, content) in enumerate(messages):
-        for match in _SENTENCE.finditer(content):
-            text = " ".join(match.group(0).split())
-            if text:
-                out.append(_Sentence(index, len(out), role, text, _terms(text)))
+        for text, terms in _sentences(content):
+            out.append(_Sentence(index, len(out), role, text, list(terms)))
     return out
+
+
+def _sentences(content: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """A message text's sentences (whitespace collapsed) with their terms. Remembered by text
+    (a pure function of it; texts up to ``_SENTENCES_CHARS``): a card after a turn summarises
+    the same recent messages as the card before it, plus the new ones."""
+    known = _SENTENCES.get(content)
+    if known is None:
+        known = tuple(
+            (text, tuple(_terms(text))) for match in _SENTENCE.finditer(content) if (text := " ".join(match.group(0).split()))
+        )
+        if len(content) <= _SENTENCES_CHARS:
+            if len(_SENTENCES) >= _SENTENCES_SIZE:
+                _SENTENCES.clear()  # one step, safe beside another thread
+            _SENTENCES[content] = known
+    return known
+
+
+_SENTENCES: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {}
+_SENTENCES_SIZE = 2048
+_SENTENCES_CHARS = 4000
 
 
 def _tfidf(sentences: Sequence[_Sentence]) -> np.ndarray:

@@ -7,9 +7,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from ..card_model import CardParts
+from ..index_text import speaker_label
 from ..records import Record, SearchResult
 from ..spi import Hit
 from ..summarize import extractive_summary
@@ -155,7 +156,36 @@ def offline_card_summary(
     """The offline summary a card shows: salient sentences (``summarize.extractive_summary``) of
     the messages it covers that neither a result nor the raw recent messages already show (a
     result that quotes a message, as an extracted fact may, shows it), so no text appears twice
-    in one card."""
+    in one card. Remembered by what it reads (ids, speakers and texts of the messages, ids and
+    texts of the results, ids of the recent messages, the counter), of which it is a pure
+    function: a card built again before the thread changes does not work it out again."""
+    key = (
+        tuple((m.record_id, speaker_label(m), m.content) for m in messages),
+        tuple((r.record.record_id, r.record.content) for r in results),
+        tuple(m.record_id for m in recent),
+        counter,
+    )
+    try:
+        summary = _SUMMARY_MEMO.get(key)
+    except TypeError:  # a counter that cannot be a key
+        return _offline_card_summary(messages, results, recent, counter)
+    if summary is None:
+        summary = _offline_card_summary(messages, results, recent, counter)
+        if sum(len(m[2]) for m in key[0]) + sum(len(r[1]) for r in key[1]) <= 10 * _MEMO_CHARS:
+            if len(_SUMMARY_MEMO) >= _SUMMARY_MEMO_SIZE:
+                _SUMMARY_MEMO.clear()
+            _SUMMARY_MEMO[key] = summary
+    return summary
+
+
+_SUMMARY_MEMO: dict[tuple[Any, ...], str] = {}
+_SUMMARY_MEMO_SIZE = 256
+
+
+def _offline_card_summary(
+    messages: Sequence[Record], results: Sequence[SearchResult], recent: Sequence[Record], counter: TokenCounter,
+) -> str:
+    """``offline_card_summary`` worked out."""
     shown = {r.record.record_id for r in results} | {m.record_id for m in recent}
     shown_texts = {_normalised(r.record.content) for r in results}
     joined = "\x00".join(shown_texts)

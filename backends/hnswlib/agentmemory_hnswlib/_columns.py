@@ -386,11 +386,17 @@ class Columns:
             return np.zeros(0, np.int64)
         if version > self.version or not journal or journal[0][0] > version + 1:
             return None
-        spans = [(lo, hi) for v, lo, hi in journal if v > version]
-        if any(lo < 0 for lo, _ in spans):
-            return None
+        spans = []
+        for v, lo, hi in reversed(journal):  # the newest first: a scope is usually a turn behind
+            if v <= version:
+                break
+            if lo < 0:
+                return None
+            spans.append((lo, hi))
         n = self.n
         parts = [np.arange(lo, min(hi, n)) for lo, hi in spans if lo < n]
+        if len(parts) == 1:
+            return parts[0]
         return np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
 
     def mask(self, flt: RecordFilter) -> np.ndarray | None:
