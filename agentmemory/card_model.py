@@ -30,6 +30,19 @@ class ContextCard(CardParts):
     """How many tokens ``content`` is, in the client's token counter (``token_counter``)."""
     token_counter: str = "estimate"
     """The name of the counter ``tokens`` and every budget of this card were counted with."""
+    transcript_tokens: int | None = None
+    """Tokens of the transcript this card stands for (its messages as ``speaker: text`` lines,
+    the same counter), when the card read the whole thread; None for a longer thread."""
+    is_transcript: bool = False
+    """True when ``content`` is that transcript itself, not a card (``short_thread="transcript"``
+    on a thread shorter than a card's overhead)."""
+    note: str = ""
+    """Said to the caller, never to the model: why this card is larger than its transcript."""
+
+    @property
+    def larger_than_transcript(self) -> bool:
+        """Whether the card costs more tokens than the transcript it stands for."""
+        return self.transcript_tokens is not None and self.tokens > self.transcript_tokens
 
     @property
     def formatted_content(self) -> str:

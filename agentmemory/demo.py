@@ -30,13 +30,13 @@ import sys
 import textwrap
 import time
 
+from .card_model import ContextCard
 from .client import AgentMemory
 from .errors import AgentMemoryError, NotFound
 from .plugins import get_plugin_manager
 from .registry import build_embedder, default_store_uri
 from .spi import RecordFilter
 from .thread import Thread
-from .tokens import estimate_tokens
 
 WIDTH = 100
 DEMO_MARKER = "agentmemory_demo"
@@ -67,13 +67,12 @@ def _show_memories(memory: AgentMemory, thread_id: str) -> None:
         print(f"  [{rec.record_type.value:10}] {rec.content}{status}")
 
 
-def _show_card(content: str, transcript_tokens: int) -> None:
-    print(textwrap.indent(content or "(empty card)", "  "))
-    tokens = estimate_tokens(content)
-    print(f"\n  card: {tokens} tokens   full transcript: {transcript_tokens} tokens (estimated)")
-    if tokens >= transcript_tokens:
-        print("  (larger than the transcript: this thread is a handful of turns, all of them shown, and the card's"
-              " markup costs more than the summary saves; a card pays off once a thread outgrows its budget)")
+def _show_card(card: ContextCard) -> None:
+    print(textwrap.indent(card.content or "(empty card)", "  "))
+    stands_for = "" if card.transcript_tokens is None else f"   the transcript it stands for: {card.transcript_tokens} tokens"
+    print(f"\n  card: {card.tokens} tokens ({card.token_counter}){stands_for}")
+    if card.note:
+        print(textwrap.fill(f"({card.note})", 98, initial_indent="  ", subsequent_indent="   "))
 
 
 def _demo_thread(memory: AgentMemory, thread_id: str, user_id: str, agent_id: str) -> Thread:
@@ -130,7 +129,6 @@ def maya(memory: AgentMemory) -> None:
     ]
     for role, content in turns:
         thread.add_messages([{"role": role, "content": content}])
-    transcript = sum(estimate_tokens(c) for _, c in turns)
     _section("memories extracted offline (rule-based extractor, no LLM)")
     _show_memories(memory, "demo-maya")
     _section('search: "which step fails in the reconciliation job?"')
@@ -138,7 +136,7 @@ def maya(memory: AgentMemory) -> None:
         print(f"  {result.score:.3f}  [{result.record_type.value}] {result.content}")
     _section("context card, external-tail pattern (the caller appends the newest turn raw)")
     card = thread.get_context_card(except_last_messages=1, max_recent_messages=0)
-    _show_card(card.content, transcript)
+    _show_card(card)
 
 
 def bob(memory: AgentMemory) -> None:
@@ -157,12 +155,11 @@ def bob(memory: AgentMemory) -> None:
         ("user", "what's my name?"),
     ]
     thread.add_messages([{"role": r, "content": c} for r, c in turns])
-    transcript = sum(estimate_tokens(c) for _, c in turns)
     _section("memories")
     _show_memories(memory, "demo-bob")
     _section("self-contained card with the last 2 messages inside (compaction keeps 'Bob')")
     card = thread.get_context_card(except_last_messages=2, max_recent_messages=2, max_relevant_results=3)
-    _show_card(card.content, transcript)
+    _show_card(card)
     print(f"\n  'Bob' in the compacted prompt: {'Bob' in card.content}")
 
 
@@ -184,7 +181,9 @@ def support(memory: AgentMemory) -> None:
         print(f"  - [{result.record_type.value}] {result.content}")
     _section("card with reserved slots: min_relevant_results_by_type={fact:1, guideline:1, message:1}")
     card = thread.get_context_card(min_relevant_results_by_type={"fact": 1, "guideline": 1, "message": 1})
-    print(textwrap.indent(card.content, "  "))
+    _show_card(card)
+    _section("the same card with short_thread='transcript': a thread this short is sent as it is")
+    _show_card(thread.get_context_card(min_relevant_results_by_type={"fact": 1, "guideline": 1, "message": 1}, short_thread="transcript"))
 
 
 def inspect_commands(uri: str, explicit_store: bool, embedder: str | None) -> list[str]:

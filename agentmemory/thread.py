@@ -191,22 +191,25 @@ class Thread:
         self, max_relevant_results: int | None = None, min_relevant_results_by_type: Mapping[str, int] | None = None,
         max_recent_messages: int = 0, except_last_messages: int = 0, fallback_message_count: int = 5,
         metadata_filter: Mapping[str, Any] | None = None, include_invalid_results: bool = False,
-        token_budget: int | None = None, soft_token_budget: int | None = None,
+        token_budget: int | None = None, soft_token_budget: int | None = None, short_thread: str = "card",
     ) -> ContextCard:
-        """The compact prompt context for this thread (SPEC §6); ``.content`` is the text."""
+        """The compact prompt context for this thread (SPEC §6); ``.content`` is the text. On a
+        thread shorter than a card's markup (a few turns) the card can cost more than the
+        transcript it stands for: ``short_thread="card"`` returns it with ``note`` saying so,
+        ``"transcript"`` the transcript itself (``is_transcript``)."""
         return run_sync(card.context_card_op(
             self.client.context(), self.scope(), max_relevant_results=max_relevant_results,
             min_relevant_results_by_type=min_relevant_results_by_type, max_recent_messages=max_recent_messages,
             except_last_messages=except_last_messages, fallback_message_count=fallback_message_count,
             metadata_filter=metadata_filter, include_invalid_results=include_invalid_results,
-            token_budget=token_budget, soft_token_budget=soft_token_budget,
+            token_budget=token_budget, soft_token_budget=soft_token_budget, short_thread=short_thread,
         ))
 
     async def get_context_card_async(
         self, max_relevant_results: int | None = None, min_relevant_results_by_type: Mapping[str, int] | None = None,
         max_recent_messages: int = 0, except_last_messages: int = 0, fallback_message_count: int = 5,
         metadata_filter: Mapping[str, Any] | None = None, include_invalid_results: bool = False,
-        token_budget: int | None = None, soft_token_budget: int | None = None,
+        token_budget: int | None = None, soft_token_budget: int | None = None, short_thread: str = "card",
     ) -> ContextCard:
         """Async ``get_context_card``."""
         return await run_async(card.context_card_op(
@@ -214,5 +217,5 @@ class Thread:
             min_relevant_results_by_type=min_relevant_results_by_type, max_recent_messages=max_recent_messages,
             except_last_messages=except_last_messages, fallback_message_count=fallback_message_count,
             metadata_filter=metadata_filter, include_invalid_results=include_invalid_results,
-            token_budget=token_budget, soft_token_budget=soft_token_budget,
+            token_budget=token_budget, soft_token_budget=soft_token_budget, short_thread=short_thread,
         ))

@@ -253,6 +253,20 @@ def test_card_json_carries_content_tokens_and_parts(store: Store) -> None:
     assert markdown.exit_code == 0 and "<context_card>" not in markdown.stdout and markdown.stdout.strip()
 
 
+def test_card_of_a_short_thread_says_so_or_prints_the_transcript(store: Store) -> None:
+    with hashing_memory(store.uri) as memory:
+        card = memory.get_thread("t-maya").get_context_card()
+        transcript = memory.get_thread("t-maya").get_context_card(short_thread="transcript")
+    assert card.larger_than_transcript and transcript.is_transcript  # a short thread: the check can fail
+    plain = on(store, "card", "t-maya")
+    assert plain.stdout == card.content + "\n" and card.note in plain.stderr
+    result = on(store, "card", "t-maya", "--short-thread", "transcript")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == transcript.content + "\n" and "the transcript itself" in result.stderr
+    bad = on(store, "card", "t-maya", "--short-thread", "full")
+    assert bad.exit_code == 2 and "short_thread" in bad.stderr
+
+
 # ---- index builds ---------------------------------------------------------------------------
 def test_commands_start_no_background_index_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A command is a short process: on a store whose indexes are due, neither a search, a card,

@@ -117,3 +117,25 @@ def test_demo_then_inspect_on_the_default_store(tmp_path: Path) -> None:
     card = run("card", "demo-maya")
     assert card.stdout.startswith("<context_card>") and "ledger enrichment" in card.stdout
     assert "tokens" in card.stderr
+
+
+def test_every_demo_card_is_smaller_than_its_transcript_or_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """#29: each card either costs less than the transcript it stands for or says why, the
+    support scenario also shows the transcript itself, and no card repeats a line of text."""
+    assert play(f"duckdb://{tmp_path / 'demo.duckdb'}") == 0
+    out = capsys.readouterr().out
+    cards = out.split("<context_card>")[1:]
+    assert len(cards) == 3
+    figures = [line for line in out.splitlines() if line.strip().startswith("card: ")]
+    assert len(figures) == 4  # three cards, then the support thread as its transcript
+    for line, after in zip(figures, out.split("  card: ")[1:]):
+        tokens, transcript = int(line.split()[1]), int(line.split("stands for: ")[1].split()[0])
+        assert tokens <= transcript or "is larger than the" in after.split("\n====")[0]
+    assert "user: Hi, order 7421 arrived damaged." in out.split("short_thread='transcript'")[-1]
+    for card in cards:
+        body = card.split("</context_card>")[0]
+        summary = body.split("<summary>")[1].split("</summary>")[0] if "<summary>" in body else ""
+        rest = body.replace(summary, "")
+        clauses = [c.split(": ", 1)[-1].strip() for c in summary.replace(";", "\n").splitlines() if len(c.strip()) > 20]
+        assert len(clauses) == len(set(clauses)), "the summary repeats a text"
+        assert not [c for c in clauses if c in rest], "the summary repeats a text shown elsewhere in the card"

@@ -127,6 +127,7 @@ def card_command(
     include_invalid: Annotated[bool, typer.Option("--include-invalid", help="Let invalid records into the relevant information.")] = False,
     token_budget: Annotated[int | None, typer.Option("--token-budget", help="Hard cap on the card's relevant information in tokens.")] = None,
     soft_token_budget: Annotated[int | None, typer.Option("--soft-token-budget", help="Soft cap: the record that crosses it is kept.")] = None,
+    short_thread: Annotated[str, typer.Option("--short-thread", help="On a thread shorter than a card's markup: card (default; a note says so) or transcript (the transcript itself).")] = "card",
     renderer: Annotated[str | None, typer.Option("--renderer", help="Card renderer (xml, markdown, or a plugin's); default xml.")] = None,
     token_counter: Annotated[str | None, typer.Option("--token-counter", help="What budgets and the count use: estimate (default), cl100k_base, o200k_base, or a plugin's.")] = None,
     store: StoreOption = None,
@@ -148,7 +149,7 @@ def card_command(
             max_relevant_results=max_relevant_results, min_relevant_results_by_type=minimums,
             max_recent_messages=max_recent_messages, except_last_messages=except_last,
             fallback_message_count=fallback_messages, metadata_filter=meta, include_invalid_results=include_invalid,
-            token_budget=token_budget, soft_token_budget=soft_token_budget,
+            token_budget=token_budget, soft_token_budget=soft_token_budget, short_thread=short_thread,
         )
     tokens = card.tokens
     document = {"thread_id": thread, "content": card.content, **card.model_dump(exclude={"content"})}
@@ -158,6 +159,10 @@ def card_command(
             typer.echo(card.content)
         note(f"{thread}: {tokens} tokens ({card.token_counter}; {len(card.relevant)} relevant, {len(card.recent_messages)} recent messages)"
              if card.content else f"{thread}: empty card (0 tokens)")
+        if card.is_transcript:
+            note(f"{thread}: the transcript itself ({card.transcript_tokens} tokens): a card would cost more")
+        elif card.note:
+            note(f"{thread}: {card.note}")
 
     emit_document(out, document, render)
 

@@ -26,7 +26,15 @@ from ..records import MEMORY_TYPES, MESSAGE_TYPES, Record, RecordStatus, RecordT
 from ..spi import Capability, Hit, Order, RecordFilter
 from ..tokens import EstimateCounter, TokenCounter
 from ..validation import internal_metadata, validate_positive_int
-from .card_text import Candidate, keyword_topics, offline_card_summary, topics_not_named, unrepeated, unrepeated_lazily
+from .card_text import (
+    Candidate,
+    keyword_topics,
+    offline_card_summary,
+    short_thread_card,
+    topics_not_named,
+    unrepeated,
+    unrepeated_lazily,
+)
 from .context import MemoryContext, ThreadScope
 from .context_scoring import context_boost
 from .search import (
@@ -61,6 +69,9 @@ sample, 2,000 tokens) the card's evidence recall was 0.49 with the summary and t
 0.5, 0.63 at 0.15 and 0.65 at 0: the question is what the card must answer."""
 QUESTION_LOOKBACK = 20
 """How many recent messages are searched for the newest user turn."""
+SHORT_THREAD = ("card", "transcript")
+"""What ``get_context_card(short_thread=...)`` returns when the card is larger than the
+transcript it stands for: the card, saying so in ``note``, or the transcript itself."""
 
 def _offline_topics_op(ctx: MemoryContext, scope: ThreadScope, derived: Sequence[Record]) -> Op[list[str]]:
     """Topics without an LLM: entities of this thread's newest valid memories, then frequent
@@ -302,12 +313,15 @@ def context_card_op(
     include_invalid_results: Any = False,
     token_budget: Any = None,
     soft_token_budget: Any = None,
+    short_thread: Any = "card",
 ) -> Op[ContextCard]:
     """Build and render the card (see module docstring and SPEC §6)."""
     limit, mins = validate_card_args(
         max_relevant_results, min_relevant_results_by_type, max_recent_messages,
         except_last_messages, fallback_message_count, metadata_filter,
     )
+    if short_thread not in SHORT_THREAD:
+        raise InvalidArgument("short_thread", f"must be one of {', '.join(map(repr, SHORT_THREAD))}, got {short_thread!r}")
     budget = validate_budget("token_budget", token_budget)
     soft = validate_budget("soft_token_budget", soft_token_budget)
     if max_relevant_results is None and (budget is not None or soft is not None):
@@ -430,7 +444,10 @@ def context_card_op(
     content = renderer(parts)
     # the parts' own (validated, frozen) values: a model_dump and its validation rebuilt each
     # result and record and rendered every result's text
-    return ContextCard(
+    card = ContextCard(
         topics=parts.topics, summary=parts.summary, relevant=parts.relevant, recent_messages=parts.recent_messages,
         content=content, tokens=counter.count(content), token_counter=counter.name,
     )
+    if len(window) < wanted:  # the whole thread was read: what the card stands for is known
+        card = short_thread_card(card, window if recent_n else derived, short_thread, counter)
+    return card

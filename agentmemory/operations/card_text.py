@@ -9,8 +9,8 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, TypeVar
 
-from ..card_model import CardParts
-from ..index_text import speaker_label
+from ..card_model import CardParts, ContextCard
+from ..index_text import speaker_label, spoken_line
 from ..records import Record, SearchResult
 from ..spi import Hit
 from ..summarize import extractive_summary
@@ -210,3 +210,25 @@ def topics_not_named(parts: CardParts) -> tuple[str, ...]:
     ignoring case): a topic the card's text states carries nothing for the model."""
     named = _normalised(" ".join([parts.summary, *(r.record.content for r in parts.relevant)]))
     return tuple(t for t in parts.topics if not re.search(rf"(?<!\w){re.escape(_normalised(t))}(?!\w)", named))
+
+
+def short_thread_card(card: ContextCard, messages: Sequence[Record], mode: str, counter: TokenCounter) -> ContextCard:
+    """``card`` for a thread it read whole: with the tokens of the transcript it stands for
+    (``messages`` as ``speaker: text`` lines), and when it costs more than that transcript (a
+    few turns: its markup outweighs what it saves), either a ``note`` saying so (``mode``
+    ``"card"``) or the transcript itself in its place (``"transcript"``)."""
+    lines = [spoken_line(m) for m in messages if m.content.strip()]
+    transcript = "\n".join(lines)
+    tokens = counter.count(transcript) if lines else 0
+    card = card.model_copy(update={"transcript_tokens": tokens})
+    if not card.larger_than_transcript:
+        return card
+    if mode == "transcript":
+        return card.model_copy(update={
+            "topics": (), "summary": "", "relevant": (), "recent_messages": tuple(messages),
+            "content": transcript, "tokens": tokens, "is_transcript": True,
+        })
+    note = (f"this card ({card.tokens} tokens) is larger than the {len(lines)} messages it stands for "
+            f"({tokens} tokens): the thread is shorter than a card's markup; "
+            "get_context_card(short_thread='transcript') returns the transcript instead")
+    return card.model_copy(update={"note": note})

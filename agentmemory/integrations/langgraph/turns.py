@@ -32,6 +32,7 @@ CARD_OPTIONS = frozenset(
         "include_invalid_results",
         "token_budget",
         "soft_token_budget",
+        "short_thread",
     }
 )
 """``get_context_card`` arguments a caller may set through ``card_options``."""
