@@ -123,6 +123,9 @@ class KeywordIndex:
         self.offsets: np.ndarray = fields["offsets"]
         self.term_id: dict[str, int] = fields["term_id"]
         self.df: dict[str, int] = fields["df"]
+        self._last: tuple[tuple[str, ...], int, int, np.ndarray | None, np.ndarray | None] | None = None
+        """The last search's terms (in the order summed), its range of positions and its scores
+        and hit flags over that range (``_scores``)."""
 
     @cached_property
     def meta(self) -> list[str | None]:
@@ -303,9 +306,36 @@ class KeywordIndex:
         if span is None or self.n == 0:
             return []
         lo, hi = span
-        scores: np.ndarray | None = None
-        hit: np.ndarray | None = None
-        for term in terms:  # the set's order, as the reference sums: identical floats
+        scores, hit = self._scores(terms, lo, hi)
+        if scores is None or hit is None:
+            return []
+        local = np.flatnonzero(hit)
+        pos = local + lo
+        values = scores[local]
+        keep = self._keep(flt, pos) & (values > 0)
+        if stale:
+            dropped = {p for p in (self.pos_of.get(r) for r in stale) if p is not None}
+            if dropped:
+                keep &= np.fromiter((int(p) not in dropped for p in pos), bool, len(pos))
+        pos, values = pos[keep], values[keep]
+        if flt.metadata_filter:
+            return self._ranked_with_metadata(pos, values, dict(flt.metadata_filter), k)
+        return self._ranked(pos, values, k)
+
+    def _scores(self, terms: set[str], lo: int, hi: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Each position's score in ``[lo, hi)`` and whether a term hit it (None, None: no term
+        did). A range inside the last search's, with the same terms in the same order, is a
+        slice of its scores: the card searches its question in the user's range, then in the
+        thread's inside it (each score is the same sum of the same terms, so the same float)."""
+        order = tuple(terms)
+        last = self._last
+        if last is not None and last[0] == order and last[1] <= lo and hi <= last[2]:
+            base, scores, hit = last[1], last[3], last[4]
+            if scores is None or hit is None:
+                return None, None
+            return scores[lo - base : hi - base], hit[lo - base : hi - base]
+        scores = hit = None
+        for term in order:  # the set's order, as the reference sums: identical floats
             tid = self.term_id.get(term)
             if tid is None:
                 continue
@@ -325,20 +355,8 @@ class KeywordIndex:
             local = docs - lo
             scores[local] += term_score(idf(self.n, self.df[term]), tf, self.norm[docs])
             hit[local] = True
-        if scores is None or hit is None:
-            return []
-        local = np.flatnonzero(hit)
-        pos = local + lo
-        values = scores[local]
-        keep = self._keep(flt, pos) & (values > 0)
-        if stale:
-            dropped = {p for p in (self.pos_of.get(r) for r in stale) if p is not None}
-            if dropped:
-                keep &= np.fromiter((int(p) not in dropped for p in pos), bool, len(pos))
-        pos, values = pos[keep], values[keep]
-        if flt.metadata_filter:
-            return self._ranked_with_metadata(pos, values, dict(flt.metadata_filter), k)
-        return self._ranked(pos, values, k)
+        self._last = (order, lo, hi, scores, hit)
+        return scores, hit
 
     def _ranked(self, pos: np.ndarray, values: np.ndarray, k: int) -> list[tuple[str, float]]:
         if len(values) > k:

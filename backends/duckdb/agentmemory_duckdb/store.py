@@ -294,6 +294,11 @@ class DuckDBStore(MemoryStore):
         limit, kept as the store's writes change the table (``_after_write``)."""
         self._records: dict[str, tuple[tuple[Any, ...], Record]] = {}
         """Records decoded from rows, with the row (``_record_of``)."""
+        self._timeless_filters: dict[tuple[Any, ...], tuple[RecordFilter, str]] = {}
+        """Filters without ``alive_at``, compiled (``_timeless``)."""
+        self._query_terms: dict[str, set[str]] = {}
+        """Keyword queries' analysed terms (``_keyword_search``): a card asks the same question in
+        two scopes."""
         self._written: tuple[Sequence[RecordPatch], Sequence[str]] = ((), ())
         """The patches and deletes of the write being applied, for ``_after_write``."""
         self._inserted: list[tuple[Any, ...]] = []
@@ -573,6 +578,7 @@ class DuckDBStore(MemoryStore):
         self._fts_stats = None
         self._scopes, self._rows, self._scope_sizes = {}, {}, {}
         self._id_rows, self._absent_ids, self._records = {}, set(), {}
+        self._timeless_filters, self._query_terms = {}, {}
         self._windows.clear()
         if not self._read_only:
             # snapshot tables a crash left behind (built, never made current)
@@ -1219,11 +1225,13 @@ class DuckDBStore(MemoryStore):
         call's scope a new one: expiry is applied in process (``_Scope.nearest``), so the next
         card (or search) before a write reuses it."""
         if flt.alive_at is not None:
-            timeless, _ = compile_filter(replace(flt, alive_at=None), udf=self._udf)
-            scope = self._scope(con, timeless, flt.record_types, replace(flt, alive_at=None))
+            bare, timeless = self._timeless(flt)
+            scope = self._scope(con, timeless, flt.record_types, bare)
             if scope is not None:
                 return len(scope.rids), (scope, to_micros(flt.alive_at)), None
-        compiled = compile_filter(flt, udf=self._udf)
+            compiled = compile_filter(flt, udf=self._udf)
+        else:
+            compiled = (self._timeless(flt)[1], [])
         where = compiled[0]
         scope = self._scope(con, where, flt.record_types, flt)  # expired rows may be what made the scope large
         if scope is not None:
@@ -1235,12 +1243,30 @@ class DuckDBStore(MemoryStore):
         at the filter's ``alive_at`` (None: every row)."""
         self._sync_memo()
         if flt.alive_at is not None:
-            timeless, _ = compile_filter(replace(flt, alive_at=None), udf=self._udf)
-            scope = self._scopes.get(timeless)
+            scope = self._scopes.get(self._timeless(flt)[1])
             if scope is not None:
                 return scope, scope.alive(to_micros(flt.alive_at))
         scope = self._scopes.get(where)
         return None if scope is None else (scope, None)
+
+    def _timeless(self, flt: RecordFilter) -> tuple[RecordFilter, str]:
+        """``flt`` without ``alive_at``, and that compiled (``compile_filter``): memoised, as a
+        card's searches ask for the same few scopes at every call, each at a new time (a compile
+        and a ``replace`` cost ~15 us). Filters with a metadata condition or ids in a list are
+        compiled each time."""
+        ids = flt.record_ids
+        if flt.metadata_filter or not (ids is None or isinstance(ids, tuple)):
+            bare = replace(flt, alive_at=None)
+            return bare, compile_filter(bare, udf=self._udf)[0]
+        key = (ids, flt.record_types, flt.user_id, flt.agent_id, flt.thread_id, flt.statuses, flt.expired_at, flt.min_seq, flt.max_seq)
+        hit = self._timeless_filters.get(key)
+        if hit is None:
+            bare = replace(flt, alive_at=None)
+            hit = (bare, compile_filter(bare, udf=self._udf)[0])
+            if len(self._timeless_filters) >= _MEMO_FILTERS:
+                self._timeless_filters.clear()
+            self._timeless_filters[key] = hit
+        return hit
 
     def _matching(self, con: duckdb.DuckDBPyConnection, where: str) -> int:
         """Rows with a vector that ``where`` selects (the planner's input), memoised per write
@@ -1411,8 +1437,12 @@ class DuckDBStore(MemoryStore):
     def _keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
         """BM25 (the reference's formula: natural-log idf, k1=1.2, b=0.75) over the fts snapshot
         for rows not changed since it was taken, plus the rows written since, scored exactly."""
-        analyzer = self._analyzer
-        terms = set(analyzer.terms(text))
+        terms = self._query_terms.get(text)
+        if terms is None:  # the same set (and so the same order of its terms' sums) for the same text
+            terms = set(self._analyzer.terms(text))
+            if len(self._query_terms) >= _MEMO_FILTERS:
+                self._query_terms.clear()
+            self._query_terms[text] = terms
         if not terms:  # no word, or only stop words
             return []
         where, params = compile_filter(filter, udf=self._udf)
@@ -2004,6 +2034,9 @@ def _by_seq(record: Record) -> int:
 def _row_seq(row: tuple[Any, ...]) -> int:
     return int(row[7])  # RECORD_COLUMNS: seq is the eighth
 
+
+_MEMO_FILTERS = 256
+"""Compiled filters and analysed queries memoised (``_timeless``, ``_keyword_search``)."""
 
 _SAME_TEXT = object()
 """A patch's keyword text when it leaves content and ``index_text`` as they were (``_moved``)."""

@@ -268,3 +268,35 @@ def test_delta_statistics_follow_every_write(db_path: Path, h: Any) -> None:
             assert any(rid.startswith("n") for hits in got.values() for rid, _ in hits) or batch is writes[-1]
     finally:
         store.close()
+
+
+def test_a_search_inside_the_last_ones_range_scores_as_a_fresh_one(db_path: Path, h: Any) -> None:
+    """A search in a thread's range right after one in its user's (the card's two searches) takes
+    its scores from the first: the same hits and the same floats as searching afresh, also for
+    another thread, another user, other terms, and a range wider than the last one."""
+    rng = np.random.default_rng(2)
+    vocab = ["order", "refund", "late", "maya", "invoice", "csv", "step", "bob", "export", "tokyo"]
+    store = h.open_store(db_path, auto_index=False)
+    store.write(WriteBatch(add=[
+        h.new(f"d{i:03d}", V, " ".join(rng.choice(vocab, rng.integers(2, 8))), user_id=f"u{i % 3}", thread_id=f"t{i % 7}")
+        for i in range(300)
+    ]))
+    store.build_indexes()
+    try:
+        store.keyword_search("order", RecordFilter(), 5)  # loads the postings
+        kw = store._kw
+        assert kw is not None
+        sequence = [
+            ("refund late tokyo", RecordFilter(user_id="u1")), ("refund late tokyo", RecordFilter(user_id="u1", thread_id="t1")),
+            ("refund late tokyo", RecordFilter(user_id="u1", thread_id="t4")), ("refund late tokyo", RecordFilter(user_id="u2", thread_id="t2")),
+            ("maya csv", RecordFilter(user_id="u2", thread_id="t2")), ("maya csv", RecordFilter(user_id="u2")),
+            ("maya csv", RecordFilter()), ("maya csv", RecordFilter(user_id="u0", thread_id="t3")), ("nothing here", RecordFilter(user_id="u0")),
+            ("nothing here", RecordFilter(user_id="u0", thread_id="t3")),
+        ]
+        for text, flt in sequence:
+            got = [(x.record.record_id, x.score) for x in store.keyword_search(text, flt, 8)]
+            kw._last = None
+            assert [(x.record.record_id, x.score) for x in store.keyword_search(text, flt, 8)] == got, (text, flt)
+            assert got or text == "nothing here"
+    finally:
+        store.close()
