@@ -115,26 +115,28 @@ def _pieces_cost(text: str) -> int:
     Latin letter costs its Latin words as ``_accented_line_word``. A segment's prefix only gains
     such a letter, and that rule never costs a word less, so a longer prefix never costs less."""
     total = 0
-    words = _WORD_COST
+    known = _PIECE_COST
     for segment in _SEGMENT_START.split(text) if "\n" in text else (text,):
-        accented = not segment.isascii() and _ACCENTED.search(segment) is not None
+        if not segment.isascii() and _ACCENTED.search(segment) is not None:
+            for m in _PIECES.finditer(segment):
+                kind = m.lastgroup or "symbol"
+                total += _accented_line_word(m.group()) if kind == "latin" else _COST[kind](m.group())
+            continue
         for m in _PIECES.finditer(segment):
-            kind = m.lastgroup or "symbol"
-            if kind == "latin" and not accented:  # most pieces: a word's cost is remembered
-                word = m.group()
-                cost = words.get(word)
-                if cost is None:
-                    if len(words) >= _WORD_COST_SIZE:
-                        words.clear()
-                    cost = words[word] = _latin_word(word)
-                total += cost
-            else:
-                total += _accented_line_word(m.group()) if accented and kind == "latin" else _COST[kind](m.group())
+            piece = m.group()
+            cost = known.get(piece)
+            if cost is None:
+                if len(known) >= _WORD_COST_SIZE:
+                    known.clear()
+                cost = known[piece] = _COST[m.lastgroup or "symbol"](piece)
+            total += cost
     return total
 
 
-_WORD_COST: dict[str, int] = {}
-"""``_latin_word`` by word (a pure function; emptied when full): the words of new lines recur."""
+_PIECE_COST: dict[str, int] = {}
+"""A piece's cost outside accented segments, by its text (emptied when full): the pattern's
+alternatives match disjoint texts, so a piece's text decides which one it is, and the words of
+new lines recur."""
 _WORD_COST_SIZE = 65536
 
 

@@ -448,6 +448,8 @@ def validate_vector(name: str, vector: Any, dimension: int) -> np.ndarray:
 
 def validate_order(order: Any) -> Order:
     """An ``Order`` or its string value."""
+    if order.__class__ is Order:
+        return order
     try:
         return Order(order)
     except ValueError:

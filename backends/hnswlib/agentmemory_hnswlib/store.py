@@ -22,7 +22,7 @@ import threading
 import uuid
 import warnings
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -88,6 +88,11 @@ _RECORD_CACHE = 8192
 """Decoded records kept by id (``HnswlibStore._records``)."""
 _TIE_MARGIN = 4e-6
 """Distances closer than this to the edge of an ANN fetch may round to a tie (6 decimals)."""
+_CAPABILITIES = frozenset({
+    Capability.KEYWORD_SEARCH, Capability.PERSISTENCE, Capability.APPROXIMATE_SEARCH,
+    Capability.CONCURRENT_WRITERS, Capability.READ_VECTORS,
+})
+"""What every hnswlib store declares (one set: the SPI asks before each keyword search)."""
 _PATCH_MIN = 4096
 """A memoised scope is brought up to date slot by slot when at most this many slots (or a
 sixteenth of them) changed since it was made, else made again (``HnswlibStore._refreshed``)."""
@@ -272,15 +277,7 @@ class HnswlibStore(MemoryStore):
         return self._directory
 
     def capabilities(self) -> frozenset[Capability]:
-        return frozenset(
-            {
-                Capability.KEYWORD_SEARCH,
-                Capability.PERSISTENCE,
-                Capability.APPROXIMATE_SEARCH,
-                Capability.CONCURRENT_WRITERS,
-                Capability.READ_VECTORS,
-            }
-        )
+        return _CAPABILITIES
 
     def info(self) -> StoreInfo:
         with self._lock:
@@ -948,15 +945,10 @@ class HnswlibStore(MemoryStore):
                 self._broken = f"{type(exc).__name__}: {exc}; reload failed: {again}"
 
     # ---- reads --------------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def _reading(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._usable()
-            assert self._con is not None
-            try:
-                yield self._con
-            except sqlite3.Error as exc:
-                raise _backend_error(exc) from exc
+    def _reading(self) -> _Reading:
+        """``with self._reading() as con:`` the open connection under the store's lock, SQLite
+        errors raised as the SPI's (a class, not a generator: a card reads seven times)."""
+        return _Reading(self)
 
     def _query(
         self, filter: RecordFilter, order: Order, limit: int | None, offset: int
@@ -1238,6 +1230,31 @@ class HnswlibStore(MemoryStore):
             ranked = sorted((-round(v, 6), rids[s], v) for s, v in zip(slots.tolist(), scores.tolist()))[:k]
             records = self._fetch(con, [rid for _, rid, _ in ranked])
         return [Hit(record=records[rid], score=score) for _, rid, score in ranked]
+
+
+class _Reading:
+    """The context of ``HnswlibStore._reading``."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: HnswlibStore) -> None:
+        self._store = store
+
+    def __enter__(self) -> sqlite3.Connection:
+        store = self._store
+        store._lock.acquire()
+        try:
+            store._usable()
+        except BaseException:
+            store._lock.release()
+            raise
+        assert store._con is not None
+        return store._con
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        self._store._lock.release()
+        if isinstance(exc, sqlite3.Error):
+            raise _backend_error(exc) from exc
 
 
 def _scope_key(flt: RecordFilter) -> tuple[Any, ...]:
