@@ -1172,9 +1172,14 @@ class DuckDBStore(MemoryStore):
     # ---- vector search -------------------------------------------------------------------------
     def _vector_search(self, vector: np.ndarray, filter: RecordFilter, k: int) -> list[Hit]:
         dim = self.dimension
-        # the query vector as an inline literal: a bound parameter makes the duckdb client look
-        # for pandas on every call (~0.15 ms); the text holds only digits, '.', 'e', '+', '-', ','
-        q = f"'{vector_literal(unit(vector))}'::FLOAT[{dim}]"
+
+        def literal() -> str:
+            # the query vector as an inline literal: a bound parameter makes the duckdb client
+            # look for pandas on every call (~0.15 ms); the text holds only digits, '.', 'e',
+            # '+', '-', ','. Rendered only for SQL: a kept small scope answers without it, and
+            # rendering 384 floats was most of such a search (~90-190 us of ~110-200)
+            return f"'{vector_literal(unit(vector))}'::FLOAT[{dim}]"
+
         with self._lock, _mapped_errors():
             con = self._conn()
             self._maybe_start_builder()
@@ -1196,7 +1201,7 @@ class DuckDBStore(MemoryStore):
                 pairs = scope.nearest(unit(vector), k, alive_us)
             elif vidx is None or vidx.rows == 0:
                 self.last_plan = SearchPlan("exact", matching)
-                pairs = self._exact(con, q, dim, where, params, k)
+                pairs = self._exact(con, literal(), dim, where, params, k)
             else:
                 if unfiltered:
                     matching = self._n_vectors
@@ -1204,6 +1209,7 @@ class DuckDBStore(MemoryStore):
                         self.last_plan = SearchPlan("exact", 0)
                         return []
                 fetch = self._fetch_size(matching, vidx.rows, k)
+                q = literal()
                 pairs = []
                 if self._index_pays(matching, fetch, dim):
                     full_rows = self._via_index(con, vidx, q, dim, where, params, k, fetch)
