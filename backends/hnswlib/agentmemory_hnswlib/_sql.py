@@ -47,6 +47,7 @@ CREATE TABLE IF NOT EXISTS records (
 CREATE INDEX IF NOT EXISTS records_user ON records (user_id, seq);
 CREATE INDEX IF NOT EXISTS records_agent ON records (agent_id, seq);
 CREATE INDEX IF NOT EXISTS records_thread ON records (thread_id, seq);
+CREATE INDEX IF NOT EXISTS records_thread_type ON records (thread_id, record_type, seq);
 CREATE INDEX IF NOT EXISTS records_type ON records (record_type, seq);
 CREATE INDEX IF NOT EXISTS records_expires ON records (expires_us) WHERE expires_us IS NOT NULL;
 CREATE INDEX IF NOT EXISTS records_rev ON records (rev);
@@ -111,6 +112,20 @@ _WHERE_MEMO_SIZE = 256
 def _where_key(flt: RecordFilter) -> tuple[Any, ...]:
     return (flt.record_types, flt.user_id, flt.agent_id, flt.thread_id, flt.statuses,
             flt.alive_at is None, flt.expired_at is None, flt.min_seq is None, flt.max_seq is None)
+
+
+THREAD_TYPE_INDEX = "CREATE INDEX IF NOT EXISTS records_thread_type ON records (thread_id, record_type, seq)"
+"""Made on open in stores written before it existed (a one-time pass over their rows)."""
+
+
+def source(flt: RecordFilter) -> str:
+    """What a query over ``flt`` reads from: a thread's rows of some types go through the
+    (thread, type, seq) index. SQLite's planner walks ``records_thread`` in seq order instead,
+    filtering types row by row: a card's memories of a 6,000-message thread cost 2.1 ms that
+    way and 8 us through the index (a thread's messages 16 against 18 us)."""
+    if flt.record_types is not None and flt.record_ids is None and flt.thread_id is not ANY and flt.thread_id is not None:
+        return "records INDEXED BY records_thread_type"
+    return "records"
 
 
 def where(flt: RecordFilter, to_us: Any) -> tuple[str, list[Any]]:

@@ -421,6 +421,7 @@ class HnswlibStore(MemoryStore):
                 raise Conflict(f"store holds {stored_dim}-d vectors, not {dimension}-d")
             con.execute("UPDATE meta SET value = ? WHERE key = 'dimension'", (str(dimension),))
             Snapshots.remove_all(self._directory)
+        con.execute(_sql.THREAD_TYPE_INDEX)
         self._seq = int(meta["seq"])
         self._txn = int(meta["txn"])
         self._store_uid = meta["store_uid"]
@@ -960,7 +961,7 @@ class HnswlibStore(MemoryStore):
             # from the cache or the in-memory columns (``_fetch``); SQLite reads only the rest.
             # Reading every column of 20 cached rows to find them in the cache cost twice the
             # statement itself
-            sql = f"SELECT record_id FROM records WHERE {clause} ORDER BY seq {direction} LIMIT ? OFFSET ?"
+            sql = f"SELECT record_id FROM {_sql.source(filter)} WHERE {clause} ORDER BY seq {direction} LIMIT ? OFFSET ?"
             with self._reading() as con:
                 ids = [row[0] for row in con.execute(sql, (*params, limit, offset)).fetchall()]
                 if not ids:
@@ -968,7 +969,7 @@ class HnswlibStore(MemoryStore):
                 found = self._fetch(con, ids)
             return [found[rid] for rid in ids]
         sql = (
-            f"SELECT {_sql.RECORD_COLUMNS} FROM records WHERE {clause} ORDER BY seq {direction} "
+            f"SELECT {_sql.RECORD_COLUMNS} FROM {_sql.source(filter)} WHERE {clause} ORDER BY seq {direction} "
             "LIMIT ? OFFSET ?"
         )
         with self._reading() as con:
