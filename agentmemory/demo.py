@@ -69,6 +69,9 @@ def _show_memories(memory: AgentMemory, thread_id: str) -> None:
 
 def _show_card(card: ContextCard) -> None:
     print(textwrap.indent(card.content or "(empty card)", "  "))
+    if card.is_transcript:
+        print(f"\n  the transcript itself, sent in place of a card: {card.tokens} tokens ({card.token_counter})")
+        return
     stands_for = "" if card.transcript_tokens is None else f"   the transcript it stands for: {card.transcript_tokens} tokens"
     print(f"\n  card: {card.tokens} tokens ({card.token_counter}){stands_for}")
     if card.note:
