@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Deliberately broken stores for ``BlindSpotTests`` (issue #32), one or more per blind-spot
 area (large results, read isolation, batched reads out of storage order, keyword search after
-deletes and without an indexable word, nested-object equality, ``aclose``, ``seq`` on hits):
+deletes and without an indexable word, nested-object equality, ``aclose``, ``seq`` on hits,
+newest-first windows after patches):
 each is the reference ``InMemoryStore`` with one realistic bug of the kinds an independent set
 of buggy backends slipped through.
 
@@ -217,6 +218,32 @@ class SeqFromMaxStore(InMemoryStore):
             return super()._bulk_add(columns)
 
 
+class PatchBlindWindowStore(InMemoryStore):
+    """Keeps each small newest-first ``query`` answer (a card's windows) until a write adds or
+    deletes records; a batch of patches only (a status change, a content edit, an expiry) does
+    not reach it, so the window keeps serving the rows as they were."""
+
+    name = "blind-patch-window"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._windows: dict[tuple[Any, ...], list[Record]] = {}
+
+    def _query(self, filter: RecordFilter, order: Order, limit: int | None, offset: int) -> list[Record]:
+        if order is not Order.SEQ_DESC or limit is None or offset + limit > 128:
+            return super()._query(filter, order, limit, offset)
+        key = (repr(replace(filter, alive_at=None)), filter.alive_at, limit, offset)
+        if key not in self._windows:
+            self._windows[key] = super()._query(filter, order, limit, offset)
+        return list(self._windows[key])
+
+    def _write(self, batch: WriteBatch) -> list[Record]:
+        out = super()._write(batch)
+        if batch.add or batch.delete:
+            self._windows.clear()
+        return out
+
+
 MUTANTS: dict[str, set[str]] = {
     "SearchCapStore": {"test_results_beyond_a_thousand_hits"},
     "QueryPageCapStore": {"test_results_beyond_a_thousand_hits"},
@@ -229,6 +256,7 @@ MUTANTS: dict[str, set[str]] = {
     "WrongSeqVectorHitsStore": {"test_seq_on_every_hit_and_after_deletes"},
     "NoSeqKeywordHitsStore": {"test_seq_on_every_hit_and_after_deletes"},
     "SeqFromMaxStore": {"test_seq_on_every_hit_and_after_deletes"},
+    "PatchBlindWindowStore": {"test_newest_windows_follow_every_write"},
 }
 """Each mutant and the ``BlindSpotTests`` it must fail (exactly these: the bug is targeted)."""
 

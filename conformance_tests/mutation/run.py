@@ -92,6 +92,7 @@ TARGETS = {
         Target(f"{DUCKDB}/_sql.py", "agentmemory_duckdb._sql", "duckdb", sql=True),
         Target(f"{DUCKDB}/_keyword.py", "agentmemory_duckdb._keyword", "duckdb", sql=True),
         Target(f"{DUCKDB}/_schema.py", "agentmemory_duckdb._schema", "duckdb", sql=True),
+        Target(f"{DUCKDB}/_windows.py", "agentmemory_duckdb._windows", "duckdb"),
     ],
 }
 PRISTINE_SOURCES = {"agentmemory.filters": "agentmemory/filters.py", "agentmemory.reference_store": "agentmemory/reference_store.py"}

@@ -2,8 +2,9 @@
 the SPI's documented contract: results larger than common page and cap sizes, read isolation
 while a many-part batch commits, id-keyed batched reads asked in another order than storage
 order, keyword search after deletes once a keyword index is built (and queries without an
-indexable word), JSON equality of objects nested in arrays, the async close path, and the
-store-assigned ``seq`` on every kind of hit."""
+indexable word), JSON equality of objects nested in arrays, the async close path, the
+store-assigned ``seq`` on every kind of hit, and small newest-first windows read again after
+every kind of write (what a backend that keeps a card's windows in memory must follow)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -541,6 +543,62 @@ class BlindSpotTests:
         if keyword:
             got = ids(api.keyword_search("shared", rng_flt, k=50))
             assert sorted(got) == sorted(want), f"keyword_search(min_seq={lo}, max_seq={hi}) [{api.mode}]: {sorted(got)}, expected {sorted(want)}"
+
+
+    # ---- newest-first windows read again after every kind of write --------------------------
+    @clause("spi.query", "spi.write", "spi.async-parity")
+    def test_newest_windows_follow_every_write(self, api: Api, store: MemoryStore) -> None:
+        """A context card asks the same small newest-first windows every turn (a thread's newest
+        messages, its newest valid memories, a user's): read once, then again after each kind of
+        write (an add, a status change out of and back into the window's scope, a content patch,
+        a delete, an expiry), they return exactly what the reference returns at that moment.
+
+        Troubleshooting: a backend that keeps such a window in memory must bring it along with
+        every committed write, or drop it: a record whose status patch brings it back into scope
+        belongs in its place by ``seq`` (also when the window did not hold it), one patched out
+        must leave, the next older row must take the place of one removed, and expiry is judged
+        at each query's ``alive_at``.
+        """
+        from agentmemory.records import MEMORY_TYPES, RecordStatus
+
+        ref = reference_twin(store)
+        kinds = (RecordType.MESSAGE, RecordType.FACT, RecordType.MESSAGE, RecordType.PREFERENCE)
+        records = [rec(f"w{i:02d}", type=kinds[i % 4], user="wu", thread="wt" if i % 5 else "wt2",
+                       content=f"turn {i}", ts=T0) for i in range(24)]
+        write_both(api, ref, WriteBatch(add=[new(r) for r in records]))
+        valid = frozenset({RecordStatus.VALID})
+        windows = {
+            "thread messages": RecordFilter(user_id="wu", thread_id="wt", record_types=frozenset({RecordType.MESSAGE}), statuses=valid),
+            "thread memories": RecordFilter(user_id="wu", thread_id="wt", record_types=frozenset(MEMORY_TYPES), statuses=valid),
+            "user memories": RecordFilter(user_id="wu", record_types=frozenset(MEMORY_TYPES), statuses=valid),
+            "thread, any status": RecordFilter(thread_id="wt"),
+            "user, alive later": RecordFilter(user_id="wu", alive_at=T0 + timedelta(days=2)),
+        }
+
+        def check(after: str) -> None:
+            for name, flt in windows.items():
+                for limit, offset in ((3, 0), (5, 1), (20, 0)):
+                    got = api.query(flt, order=Order.SEQ_DESC, limit=limit, offset=offset)
+                    want = ref.query(flt, order=Order.SEQ_DESC, limit=limit, offset=offset)
+                    assert ids(got) == ids(want), f"{name}, limit={limit}, offset={offset}, after {after} [{api.mode}]"
+                    assert_same(got, want, seq=False, what=f"{name} after {after}")
+
+        check("the first add")  # each window read (and perhaps kept) once before the writes
+        memories = [r.record_id for r in records if r.record_type is not RecordType.MESSAGE and r.thread_id == "wt"]
+        steps: list[tuple[str, WriteBatch]] = [
+            ("an add", WriteBatch(add=[new(rec("w90", type=RecordType.FACT, user="wu", thread="wt", content="newest fact", ts=T0))])),
+            ("the newest memory invalidated", WriteBatch(patch=[RecordPatch("w90", status=RecordStatus.INVALID)])),
+            ("an old memory invalidated", WriteBatch(patch=[RecordPatch(memories[0], status=RecordStatus.INVALID)])),
+            ("the old memory valid again", WriteBatch(patch=[RecordPatch(memories[0], status=RecordStatus.VALID)])),
+            ("the newest memory valid again", WriteBatch(patch=[RecordPatch("w90", status=RecordStatus.VALID)])),
+            ("a held memory's content patched", WriteBatch(patch=[RecordPatch(memories[-1], content="patched fact")])),
+            ("a held memory deleted", WriteBatch(delete=[memories[-2]])),
+            ("a message given an expiry", WriteBatch(patch=[RecordPatch("w23", expires_at=T0 + timedelta(days=1))])),
+            ("messages added", WriteBatch(add=[new(rec(f"w9{i}", type=RecordType.MESSAGE, user="wu", thread="wt", content=f"late {i}", ts=T0)) for i in range(1, 4)])),
+        ]
+        for after, batch in steps:
+            write_both(api, ref, batch)
+            check(after)
 
 
 # ``-k BlindSpotTests`` (or ``-k BlindSpot``) selects these tests in any class that inherits them
