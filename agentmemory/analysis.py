@@ -29,6 +29,7 @@ from functools import cache, lru_cache
 from typing import Any
 
 from .errors import InvalidArgument
+from .memo import BoundedMemo
 
 ANALYZER_VERSION = 1
 """Bumped whenever the pipeline itself changes (tokenizer, folding, order of steps): stores
@@ -109,6 +110,7 @@ class Analyzer:
     release, stop list. Stores persist it and reindex when it changes."""
     _stop: frozenset[str] = field(init=False, repr=False, compare=False)
     _cache: dict[str, str] = field(init=False, repr=False, compare=False)
+    _queries: BoundedMemo[str, frozenset[str]] = field(init=False, repr=False, compare=False)
     _local: threading.local = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -125,6 +127,7 @@ class Analyzer:
         object.__setattr__(self, "fingerprint", ";".join(parts))
         object.__setattr__(self, "_stop", stop)
         object.__setattr__(self, "_cache", {})
+        object.__setattr__(self, "_queries", BoundedMemo(256))
         object.__setattr__(self, "_local", threading.local())
 
     @classmethod
@@ -164,6 +167,15 @@ class Analyzer:
         """The distinct terms of a query, first occurrence first (empty when the query has
         only stop words or no word at all: keyword search then finds nothing)."""
         return list(dict.fromkeys(self.terms(text)))
+
+    def term_set(self, text: str) -> frozenset[str]:
+        """A keyword query's distinct terms as the set BM25 sums over, remembered by text (a
+        card asks the same question of two scopes). Every store iterates this one set, so their
+        per-term score sums add up in the same order and give the same floats."""
+        terms = self._queries.get(text)
+        if terms is None:
+            terms = self._queries.keep(text, frozenset(self.terms(text)))
+        return terms
 
     def _analyse(self, token: str) -> str:
         """One word's term, or "" for a stop word (cached by ``terms``)."""

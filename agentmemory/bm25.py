@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Set as AbstractSet
 from typing import TypeVar
 
 import numpy as np
@@ -33,7 +34,7 @@ def term_score(term_idf: float, tf: Num, norm: Num) -> Num:
     return term_idf * tf * (K1 + 1) / (tf + norm)
 
 
-def bm25(counts: Counter[str], terms: set[str], df: dict[str, int], n_docs: int, avg_len: float) -> float:
+def bm25(counts: Counter[str], terms: AbstractSet[str], df: dict[str, int], n_docs: int, avg_len: float) -> float:
     """BM25 of one document (its term ``counts``) for a set of query terms, summed in the set's
     order (indexes sum in the same order to get identical floats)."""
     norm = length_norm(float(sum(counts.values())), avg_len)

@@ -223,7 +223,7 @@ class InMemoryStore(MemoryStore):
         return hits[:k]
 
     def _keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
-        terms = set(self.analyzer.terms(text))
+        terms = self.analyzer.term_set(text)
         with self._lock:
             corpus = [r for r in self._records.values() if r.record_id in self._vectors]
         if not terms or not corpus:

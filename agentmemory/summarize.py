@@ -24,6 +24,7 @@ import numpy as np
 
 from .analysis import DEFAULT_LANGUAGE, Analyzer
 from .index_text import speaker_label
+from .memo import BoundedMemo
 from .records import Record
 from .tokens import EstimateCounter, TokenCounter
 
@@ -78,14 +79,11 @@ def _sentences(content: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
             (text, tuple(_terms(text))) for match in _SENTENCE.finditer(content) if (text := " ".join(match.group(0).split()))
         )
         if len(content) <= _SENTENCES_CHARS:
-            if len(_SENTENCES) >= _SENTENCES_SIZE:
-                _SENTENCES.clear()  # one step, safe beside another thread
-            _SENTENCES[content] = known
+            _SENTENCES.keep(content, known)
     return known
 
 
-_SENTENCES: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {}
-_SENTENCES_SIZE = 2048
+_SENTENCES: BoundedMemo[str, tuple[tuple[str, tuple[str, ...]], ...]] = BoundedMemo(2048)
 _SENTENCES_CHARS = 4000
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .errors import BackendUnavailable, InvalidArgument
+from .memo import BoundedMemo
 
 ELLIPSIS = "…"
 
@@ -115,7 +116,7 @@ def _pieces_cost(text: str) -> int:
     Latin letter costs its Latin words as ``_accented_line_word``. A segment's prefix only gains
     such a letter, and that rule never costs a word less, so a longer prefix never costs less."""
     total = 0
-    known = _PIECE_COST
+    known, keep = _PIECE_COST.get, _PIECE_COST.keep
     for segment in _SEGMENT_START.split(text) if "\n" in text else (text,):
         if not segment.isascii() and _ACCENTED.search(segment) is not None:
             for m in _PIECES.finditer(segment):
@@ -124,20 +125,16 @@ def _pieces_cost(text: str) -> int:
             continue
         for m in _PIECES.finditer(segment):
             piece = m.group()
-            cost = known.get(piece)
+            cost = known(piece)
             if cost is None:
-                if len(known) >= _WORD_COST_SIZE:
-                    known.clear()
-                cost = known[piece] = _COST[m.lastgroup or "symbol"](piece)
+                cost = keep(piece, _COST[m.lastgroup or "symbol"](piece))
             total += cost
     return total
 
 
-_PIECE_COST: dict[str, int] = {}
-"""A piece's cost outside accented segments, by its text (emptied when full): the pattern's
-alternatives match disjoint texts, so a piece's text decides which one it is, and the words of
-new lines recur."""
-_WORD_COST_SIZE = 65536
+_PIECE_COST: BoundedMemo[str, int] = BoundedMemo(65536)
+"""A piece's cost outside accented segments, by its text: the pattern's alternatives match
+disjoint texts, so a piece's text decides which one it is, and the words of new lines recur."""
 
 
 _remembered_cost = functools.lru_cache(maxsize=16384)(_pieces_cost)

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from ..card_model import CardParts, ContextCard
 from ..index_text import speaker_label, spoken_line
+from ..memo import BoundedMemo
 from ..records import Record, SearchResult
 from ..spi import Hit
 from ..summarize import extractive_summary
@@ -56,14 +57,11 @@ def keyword_topics(texts: Sequence[str], n: int = 5) -> list[str]:
         topics = _keyword_topics(texts, n)
         if sum(map(len, texts)) > 10 * _MEMO_CHARS:
             return topics
-        if len(_TOPICS_MEMO) >= _TOPICS_MEMO_SIZE:
-            _TOPICS_MEMO.clear()
-        _TOPICS_MEMO[key] = topics
+        _TOPICS_MEMO.keep(key, topics)
     return list(topics)
 
 
-_TOPICS_MEMO: dict[tuple[tuple[str, ...], int], list[str]] = {}
-_TOPICS_MEMO_SIZE = 256
+_TOPICS_MEMO: BoundedMemo[tuple[tuple[str, ...], int], list[str]] = BoundedMemo(256)
 
 
 def _keyword_topics(texts: Sequence[str], n: int) -> list[str]:
@@ -111,16 +109,12 @@ def _normalised(text: str) -> str:
     out = _NORMALISED.get(text)
     if out is None:
         out = " ".join(text.split()).casefold()
-        if len(text) > _MEMO_CHARS:
-            return out
-        if len(_NORMALISED) >= _NORMALISED_SIZE:
-            _NORMALISED.clear()  # one step, safe beside another thread's card
-        _NORMALISED[text] = out
+        if len(text) <= _MEMO_CHARS:
+            _NORMALISED.keep(text, out)
     return out
 
 
-_NORMALISED: dict[str, str] = {}
-_NORMALISED_SIZE = 4096
+_NORMALISED: BoundedMemo[str, str] = BoundedMemo(4096)
 _MEMO_CHARS = 4000
 """Longer texts (documents) are not remembered by ``_normalised`` or ``keyword_topics``."""
 
@@ -172,14 +166,11 @@ def offline_card_summary(
     if summary is None:
         summary = _offline_card_summary(messages, results, recent, counter)
         if sum(len(m[2]) for m in key[0]) + sum(len(r[1]) for r in key[1]) <= 10 * _MEMO_CHARS:
-            if len(_SUMMARY_MEMO) >= _SUMMARY_MEMO_SIZE:
-                _SUMMARY_MEMO.clear()
-            _SUMMARY_MEMO[key] = summary
+            _SUMMARY_MEMO.keep(key, summary)
     return summary
 
 
-_SUMMARY_MEMO: dict[tuple[Any, ...], str] = {}
-_SUMMARY_MEMO_SIZE = 256
+_SUMMARY_MEMO: BoundedMemo[tuple[Any, ...], str] = BoundedMemo(256)
 
 
 def _offline_card_summary(

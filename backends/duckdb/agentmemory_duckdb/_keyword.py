@@ -298,7 +298,7 @@ class KeywordIndex:
             keep &= self.seq[pos] < flt.max_seq
         return keep
 
-    def search(self, terms: set[str], flt: RecordFilter, k: int, stale: frozenset[str] | set[str]) -> list[tuple[str, float]]:
+    def search(self, terms: frozenset[str], flt: RecordFilter, k: int, stale: frozenset[str] | set[str]) -> list[tuple[str, float]]:
         """The best ``k`` ``(rid, score)`` of the snapshot's documents that pass ``flt`` and are
         not in ``stale``, by (score rounded to 6 decimals, descending; rid), plus any that tie
         with the k-th after rounding (the caller cuts after merging with the delta)."""
@@ -322,7 +322,7 @@ class KeywordIndex:
             return self._ranked_with_metadata(pos, values, dict(flt.metadata_filter), k)
         return self._ranked(pos, values, k)
 
-    def _scores(self, terms: set[str], lo: int, hi: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+    def _scores(self, terms: frozenset[str], lo: int, hi: int) -> tuple[np.ndarray | None, np.ndarray | None]:
         """Each position's score in ``[lo, hi)`` and whether a term hit it (None, None: no term
         did). A range inside the last search's, with the same terms in the same order, is a
         slice of its scores: the card searches its question in the user's range, then in the

@@ -49,6 +49,7 @@ from agentmemory.errors import (
     NotFound,
     TransientBackendError,
 )
+from agentmemory.memo import BoundedMemo
 from agentmemory.records import Link, Record, RecordStatus, RecordType
 from agentmemory.reference_store import record_matches
 from agentmemory.spi import (
@@ -294,11 +295,8 @@ class DuckDBStore(MemoryStore):
         limit, kept as the store's writes change the table (``_after_write``)."""
         self._records: dict[str, tuple[tuple[Any, ...], Record]] = {}
         """Records decoded from rows, with the row (``_record_of``)."""
-        self._timeless_filters: dict[tuple[Any, ...], tuple[RecordFilter, str]] = {}
+        self._timeless_filters: BoundedMemo[tuple[Any, ...], tuple[RecordFilter, str]] = BoundedMemo(256)
         """Filters without ``alive_at``, compiled (``_timeless``)."""
-        self._query_terms: dict[str, set[str]] = {}
-        """Keyword queries' analysed terms (``_keyword_search``): a card asks the same question in
-        two scopes."""
         self._written: tuple[Sequence[RecordPatch], Sequence[str]] = ((), ())
         """The patches and deletes of the write being applied, for ``_after_write``."""
         self._inserted: list[tuple[Any, ...]] = []
@@ -578,7 +576,7 @@ class DuckDBStore(MemoryStore):
         self._fts_stats = None
         self._scopes, self._rows, self._scope_sizes = {}, {}, {}
         self._id_rows, self._absent_ids, self._records = {}, set(), {}
-        self._timeless_filters, self._query_terms = {}, {}
+        self._timeless_filters.clear()
         self._windows.clear()
         if not self._read_only:
             # snapshot tables a crash left behind (built, never made current)
@@ -1268,10 +1266,7 @@ class DuckDBStore(MemoryStore):
         hit = self._timeless_filters.get(key)
         if hit is None:
             bare = replace(flt, alive_at=None)
-            hit = (bare, compile_filter(bare, udf=self._udf)[0])
-            if len(self._timeless_filters) >= _MEMO_FILTERS:
-                self._timeless_filters.clear()
-            self._timeless_filters[key] = hit
+            hit = self._timeless_filters.keep(key, (bare, compile_filter(bare, udf=self._udf)[0]))
         return hit
 
     def _matching(self, con: duckdb.DuckDBPyConnection, where: str) -> int:
@@ -1443,12 +1438,7 @@ class DuckDBStore(MemoryStore):
     def _keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
         """BM25 (the reference's formula: natural-log idf, k1=1.2, b=0.75) over the fts snapshot
         for rows not changed since it was taken, plus the rows written since, scored exactly."""
-        terms = self._query_terms.get(text)
-        if terms is None:  # the same set (and so the same order of its terms' sums) for the same text
-            terms = set(self._analyzer.terms(text))
-            if len(self._query_terms) >= _MEMO_FILTERS:
-                self._query_terms.clear()
-            self._query_terms[text] = terms
+        terms = self._analyzer.term_set(text)  # the reference's set: the same order of its terms' sums
         if not terms:  # no word, or only stop words
             return []
         where, params = compile_filter(filter, udf=self._udf)
@@ -2040,9 +2030,6 @@ def _by_seq(record: Record) -> int:
 def _row_seq(row: tuple[Any, ...]) -> int:
     return int(row[7])  # RECORD_COLUMNS: seq is the eighth
 
-
-_MEMO_FILTERS = 256
-"""Compiled filters and analysed queries memoised (``_timeless``, ``_keyword_search``)."""
 
 _SAME_TEXT = object()
 """A patch's keyword text when it leaves content and ``index_text`` as they were (``_moved``)."""

@@ -268,7 +268,7 @@ class Postings:
 
     # ---- search -------------------------------------------------------------------------------
     def score(
-        self, terms: set[str], flt: RecordFilter, cols: Columns, scope: np.ndarray | None
+        self, terms: frozenset[str], flt: RecordFilter, cols: Columns, scope: np.ndarray | None
     ) -> tuple[np.ndarray, np.ndarray]:
         """(slots, scores) of the live documents holding a query term and passing ``flt``
         (the metadata filter excepted), with the reference's BM25 over every live document.

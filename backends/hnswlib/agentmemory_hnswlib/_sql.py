@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from agentmemory.filters import metadata_matches_json
+from agentmemory.memo import BoundedMemo
 from agentmemory.records import Link, LinkType, Record, RecordStatus, RecordType
 from agentmemory.spi import ANY, RecordFilter
 
@@ -102,11 +103,10 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-_WHERE_MEMO: dict[tuple[Any, ...], tuple[str, list[Any]]] = {}
+_WHERE_MEMO: BoundedMemo[tuple[Any, ...], tuple[str, list[Any]]] = BoundedMemo(256)
 """``where``'s clause by filter shape (``_where_key``): its text and the parameters before the
 instants and sequence bounds, which differ per call (a read's ``alive_at`` is now). A pure
-function of the key, emptied when full."""
-_WHERE_MEMO_SIZE = 256
+function of the key."""
 
 
 def _where_key(flt: RecordFilter) -> tuple[Any, ...]:
@@ -143,9 +143,7 @@ def where(flt: RecordFilter, to_us: Any) -> tuple[str, list[Any]]:
     if known is None:
         clause, params = _where(flt, to_us)
         fixed = len(params) - sum(v is not None for v in (flt.alive_at, flt.expired_at, flt.min_seq, flt.max_seq))
-        if len(_WHERE_MEMO) >= _WHERE_MEMO_SIZE:
-            _WHERE_MEMO.clear()
-        known = _WHERE_MEMO[key] = (clause, params[:fixed])
+        known = _WHERE_MEMO.keep(key, (clause, params[:fixed]))
     clause, head = known
     params = list(head)
     if flt.alive_at is not None:

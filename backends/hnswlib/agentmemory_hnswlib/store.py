@@ -208,9 +208,6 @@ class HnswlibStore(MemoryStore):
         """Keyword postings (``_postings``): loaded on open from the persisted base (caught up
         with the commits after it), else built at the first keyword search; kept up to date by
         every write, persisted at settle, checkpoints and close."""
-        self._query_terms: tuple[Analyzer, str, set[str]] | None = None
-        """The last keyword query's analyzer, text and terms (a pure function of the first two;
-        the set is only read)."""
         self.postings_builds = 0
         """How many times this store object built the postings' base from the FTS bodies (a
         reopen that loads the persisted base builds none: tests, diagnostics)."""
@@ -1202,12 +1199,7 @@ class HnswlibStore(MemoryStore):
     # ---- keyword search -----------------------------------------------------------------------
     def _keyword_search(self, text: str, filter: RecordFilter, k: int) -> list[Hit]:
         """BM25 over the in-process postings (``_postings``), scored like the reference."""
-        analyzer, memo = self._analyzer, self._query_terms
-        if memo is not None and memo[0] is analyzer and memo[1] == text:
-            terms = memo[2]  # the card asks the same question in two scopes
-        else:
-            terms = set(analyzer.terms(text))  # iterated in the reference's order: identical float sums
-            self._query_terms = (analyzer, text, terms)
+        terms = self._analyzer.term_set(text)  # the reference's set: identical float sums
         with self._reading() as con:
             cols = self._cols
             assert cols is not None

@@ -622,7 +622,7 @@ def keyword_plan(names: q.Names, text: str, flt: RecordFilter, k: int, analyzer:
     """``keyword_search``: the reference's Okapi BM25 over the searchable records (those with a
     vector), corpus statistics from the meta row and ``am_terms``, candidates through the GIN
     index on ``terms``, scored in Python with ``agentmemory.bm25`` in the reference's order."""
-    terms = set(analyzer.terms(text))
+    terms = analyzer.term_set(text)
     if not terms:
         return []
     where, params = q.compile_filter(flt)
