@@ -11,12 +11,19 @@ hashing embedder (rule-based extraction on), ``settle()`` (DuckDB: its snapshot 
 its keyword postings and index snapshot) and ``close()``.
 
 Measure: each reopen runs in a fresh interpreter (nothing cached in the process; the OS page
-cache stays warm, as it does for an agent restarting on the same machine). One child opens an
-``AgentMemory`` on the store and times ``open``, the first ``thread.get_context_card()`` and then
-the median of ``--warm`` more cards; another opens the store alone and times the first
-user-scoped ``keyword_search`` and the median of warm ones (different queries each time).
-Reported: seconds, and cold ÷ warm. ``--profile`` prints a cProfile of the cold card (top
-functions by cumulative time) from a third child.
+cache stays warm, as it does for an agent restarting on the same machine), with the packages'
+bytecode compiled first, as an installed package has it (this machine sets
+``PYTHONDONTWRITEBYTECODE``, so otherwise every lazily imported module would be compiled from
+source inside the first card). One child opens an ``AgentMemory`` on the store and times
+``open``, the first ``thread.get_context_card()`` and then the median of ``--warm`` more cards
+of the same thread ("warm": no write between them, so in-process memos of the card's pure text
+work serve them), then the first card of a second thread of the same user that this process has
+not read yet ("first": everything a restart loses is warm, the thread's own card work is not);
+another opens the store alone and times the first user-scoped ``keyword_search`` and the median
+of warm ones (different queries each time). Reported: seconds, cold ÷ warm and cold ÷ first.
+The second thread is added after the store is settled (so a store kept from an older build gets
+it the same way): on DuckDB its rows are in the keyword delta, not the snapshot. ``--profile``
+prints a cProfile of the cold card (top functions by cumulative time) from a third child.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-THREAD, USER = "warm-thread", "user0"
+THREAD, OTHER, USER = "warm-thread", "warm-thread-b", "user0"
 
 CHILD = r"""
 import cProfile, io, json, pstats, statistics, sys, time
@@ -68,6 +75,10 @@ if mode in ("card", "profile"):
             thread.get_context_card()
             times.append(time.perf_counter() - t)
         out["warm_s"] = statistics.median(times)
+        other = memory.get_thread(sys.argv[7])
+        t = time.perf_counter()
+        other.get_context_card()
+        out["first_s"] = time.perf_counter() - t
     memory.close()
 else:
     if backend == "duckdb":
@@ -119,10 +130,41 @@ def build(backend: str, n: int, where: Path) -> dict[str, Any]:
     return {"build_s": round(time.perf_counter() - t, 1)}
 
 
+def add_second_thread(backend: str, where: Path) -> None:
+    """The second thread (``OTHER``) of the same user, 40 messages on other topics, added after
+    the store was settled and closed (what ``first_s`` reads)."""
+    sys.path.insert(0, str(HERE))
+    import keyword_speed as ks
+
+    from agentmemory import AgentMemory, HashingEmbedder
+
+    memory = AgentMemory(ks.open_store(backend, where, fresh=False), embedder=HashingEmbedder(ks.DIM))
+    thread = memory.create_thread(thread_id=OTHER, user_id=USER, agent_id="agent")
+    topics = ["the bakery on the corner", "my knee after running", "a new job in Utrecht", "the kids' school play"]
+    for i in range(20):
+        thread.add_messages([
+            {"role": "user", "content": f"Lately I think a lot about {topics[i % 4]}; evenings suit me best (item {i})."},
+            {"role": "assistant", "content": f"Understood: {topics[i % 4]}, evenings. Shall we plan something? ({i})"},
+        ])
+    memory.close()
+
+
+def compile_bytecode(env: dict[str, str]) -> None:
+    """Compile the imported packages' modules (as pip does at install), in the interpreter and
+    with the path the children use."""
+    code = ("import compileall, importlib, os, sys\n"
+            "for name in ('agentmemory', 'agentmemory_duckdb', 'agentmemory_hnswlib'):\n"
+            "    compileall.compile_dir(os.path.dirname(importlib.import_module(name).__file__), quiet=1)")
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+
+
+def child_env() -> dict[str, str]:
+    return {**os.environ, "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "1")}
+
+
 def child(mode: str, backend: str, where: Path, warm: int) -> dict[str, Any]:
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "1")}
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(HERE), mode, backend, str(where), str(warm), THREAD],
-                          capture_output=True, text=True, env=env, check=False)
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(HERE), mode, backend, str(where), str(warm), THREAD, OTHER],
+                          capture_output=True, text=True, env=child_env(), check=False)
     if proc.returncode:
         raise SystemExit(f"child {mode} failed:\n{proc.stderr[-4000:]}")
     if mode == "profile":
@@ -143,6 +185,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     root = args.keep or Path(tempfile.mkdtemp(prefix="warm-"))
     report: list[dict[str, Any]] = []
+    compile_bytecode(child_env())
     try:
         for backend in args.backends.split(","):
             where = root / f"{backend}-{args.n}"
@@ -152,12 +195,17 @@ def main(argv: list[str] | None = None) -> None:
                 where.mkdir(parents=True)
                 row.update(build(backend, args.n, where))
                 (where / "built").touch()
+            if not (where / "second-thread").exists():
+                add_second_thread(backend, where)
+                (where / "second-thread").touch()
             for mode in ("card", "keyword"):
                 runs = [child(mode, backend, where, args.warm) for _ in range(args.repeat)]
                 runs.sort(key=lambda r: r["cold_s"])
                 mid = runs[len(runs) // 2]
                 row[mode] = {key: round(value, 4) for key, value in mid.items()}
                 row[mode]["cold_over_warm"] = round(mid["cold_s"] / mid["warm_s"], 2)
+                if "first_s" in mid:
+                    row[mode]["cold_over_first"] = round(mid["cold_s"] / mid["first_s"], 2)
             if args.profile:
                 child("profile", backend, where, args.warm)
             report.append(row)
