@@ -14,17 +14,25 @@ A query then touches only the postings of its terms inside its scope: at 100k re
 user-scoped query costs tens of microseconds here, where the SQL over the fts tables took
 20 ms (README, "Keyword search"). Scores are the reference's Okapi BM25 with the same operation
 order (natural-log idf, k1 = 1.2, b = 0.75), over the snapshot's corpus statistics.
+
+Record ids, metadata and terms are kept as ``_Texts`` (one UTF-8 buffer and offsets, decoded
+one text at a time) with a sorted view for look-ups, so the postings ``save`` wrote can be
+mapped from the file as they are (``load``): a reopened store's first search decodes no id
+and builds no dict of all terms or ids.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
+import mmap
 import os
+import struct
 import uuid
+import zlib
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -34,14 +42,20 @@ import numpy as np
 from agentmemory.bm25 import idf, length_norm, term_score
 from agentmemory.filters import metadata_matches
 from agentmemory.records import RecordStatus, RecordType
-from agentmemory.snapshot_arrays import isin_codes, pack_texts, unpack_texts
+from agentmemory.snapshot_arrays import isin_codes
 from agentmemory.spi import ANY, RecordFilter
 
 from ._sql import ident, to_micros
 
 _NO_EXPIRY = int(np.iinfo(np.int64).max)
-FORMAT = 1
-"""Version of the file ``KeywordIndex.save`` writes (a load of another format rebuilds)."""
+FORMAT = 2
+"""Version of the file ``KeywordIndex.save`` writes (a load of another format rebuilds): 2 is
+one mapped file (``_MAGIC``, a JSON header, aligned raw arrays); 1 was an ``np.savez`` zip."""
+_MAGIC = b"AMKWPOST"
+_PREAMBLE = struct.Struct("<8sIII")
+"""Magic, format, header length and the header's CRC-32, before the JSON header."""
+_ALIGN = 64
+_PREFIX_BYTES = 8
 _CODE_COLUMNS = ("agent", "thread", "rtype", "status")
 _ROUND_MARGIN = 2e-6
 """Scores closer than this to the k-th one may round (6 decimals) to a tie with it."""
@@ -65,6 +79,84 @@ class _Codes:
         """Code to compare with, or None when no document holds ``value``."""
         code = self.of.get(value)
         return None if code is None else np.int32(code)  # type: ignore[return-value]
+
+
+class _Texts:
+    """Texts as one UTF-8 buffer, NUL-separated (stored text never holds a NUL: ``validation``
+    rejects it in ids, JSON escapes it, terms are words): text ``i`` is
+    ``data[offsets[i]:offsets[i + 1] - 1]``, decoded only when asked for. With a sorted view
+    (``order``: the indices in byte order, which is code point order; ``prefix``: their first 8
+    bytes as a big-endian number, zero-padded) ``find`` looks texts up by binary search, so a
+    mapped file needs no dict of a million ids."""
+
+    def __init__(self, data: np.ndarray, offsets: np.ndarray, order: np.ndarray | None = None, prefix: np.ndarray | None = None) -> None:
+        self.data, self.offsets, self.order, self.prefix = data, offsets, order, prefix
+        self.count = len(offsets) - 1
+
+    @classmethod
+    def pack(cls, texts: list[str], *, sorted_view: bool) -> _Texts:
+        """``texts`` packed (with the sorted view when ``sorted_view``)."""
+        data = np.frombuffer("\x00".join(texts).encode("utf-8"), np.uint8)
+        n = len(texts)
+        offsets = np.zeros(n + 1, np.int64)
+        if n:
+            nul = np.flatnonzero(data == 0)
+            if len(nul) != n - 1:
+                raise ValueError("a text holds a NUL character")
+            offsets[1:n] = nul + 1
+            offsets[n] = len(data) + 1
+        if not sorted_view:
+            return cls(data, offsets)
+        starts = offsets[:-1]
+        prefix = np.empty(n, np.uint64)
+        padded = np.concatenate([data, np.zeros(_PREFIX_BYTES, np.uint8)])
+        step = np.arange(_PREFIX_BYTES)
+        for lo in range(0, n, 1 << 16):
+            at = starts[lo:lo + (1 << 16), None] + step
+            grid = padded[at]
+            grid[at >= offsets[lo + 1:lo + 1 + (1 << 16), None] - 1] = 0
+            prefix[lo:lo + len(grid)] = grid.view(">u8").ravel()
+        order = np.argsort(prefix, kind="stable")
+        prefix = prefix[order]
+        # texts sharing their first 8 bytes: sorted in full (ids of one pattern, long terms)
+        bounds = np.concatenate([[0], np.flatnonzero(prefix[1:] != prefix[:-1]) + 1, [n]])
+        sizes = np.diff(bounds)
+        for a, size in zip(bounds[:-1][sizes > 1].tolist(), sizes[sizes > 1].tolist()):
+            order[a:a + size] = sorted(order[a:a + size].tolist(), key=texts.__getitem__)
+        return cls(data, offsets, order.astype(np.int32), prefix)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def raw(self, i: int) -> bytes:
+        """Text ``i`` as UTF-8."""
+        return self.data[int(self.offsets[i]):int(self.offsets[i + 1]) - 1].tobytes()
+
+    def __getitem__(self, i: int) -> str:
+        return self.raw(i).decode("utf-8")
+
+    def all(self) -> list[str]:
+        """Every text, in order (one decode)."""
+        return self.data.tobytes().decode("utf-8").split("\x00") if self.count else []
+
+    def find(self, texts: Sequence[str]) -> np.ndarray:
+        """Index of each of ``texts`` (-1 when absent): the first 8 bytes by binary search over
+        ``prefix``, then the whole text among those sharing them."""
+        out = np.full(len(texts), -1, np.int64)
+        if not self.count or not texts:
+            return out
+        assert self.order is not None and self.prefix is not None, "packed without a sorted view"
+        order, raw = self.order, self.raw
+        wanted = [t.encode("utf-8") for t in texts]
+        keys = np.fromiter((int.from_bytes(w[:_PREFIX_BYTES].ljust(_PREFIX_BYTES, b"\x00"), "big") for w in wanted), np.uint64, len(wanted))
+        lows = np.searchsorted(self.prefix, keys, "left").tolist()
+        highs = np.searchsorted(self.prefix, keys, "right").tolist()
+        for j, (a, b) in enumerate(zip(lows, highs)):
+            if b - a > 1:
+                a += bisect.bisect_left(range(a, b), wanted[j], key=lambda s: raw(int(order[s])))
+            if a < b and raw(int(order[a])) == wanted[j]:
+                out[j] = int(order[a])
+        return out
 
 
 @dataclass
@@ -96,13 +188,14 @@ class DeltaDocFreq:
 
 class KeywordIndex:
     """Postings, length norms and filter columns of one fts snapshot (immutable): ``build``
-    reads them from the snapshot's fts tables, ``load`` from the file ``save`` wrote beside the
+    reads them from the snapshot's fts tables, ``load`` maps the file ``save`` wrote beside the
     database (so a reopened store's first keyword search does not rebuild them)."""
 
     def __init__(self, table: str, fields: dict[str, Any]) -> None:
         self.table = table
         self.n: int = fields["n"]
-        self.rids: list[str] = fields["rids"]
+        self.rids: _Texts = fields["rids"]
+        """Record id per document, with a sorted view (stale rows, id filters: ``find``)."""
         self.avg_len: float = fields["avg_len"]
         self.norm: np.ndarray = fields["norm"]
         self.user_range: dict[Any, tuple[int, int]] = fields["user_range"]
@@ -113,32 +206,26 @@ class KeywordIndex:
         self.status: _Codes = fields["status"]
         self.seq: np.ndarray = fields["seq"]
         self.expires: np.ndarray = fields["expires"]
-        self._meta: list[str | None] | np.ndarray = fields["meta"]
-        """Per document its metadata JSON (None for ``{}``), or as ``save`` packed it."""
+        self.meta: _Texts = fields["meta"]
+        """Per document its metadata JSON ("" for ``{}``), decoded at a metadata filter."""
         self.docs: np.ndarray = fields["docs"]
         """Postings (document positions) per term, term by term (CSR over ``offsets``): int64
         when built, int32 when loaded."""
         self.tf: np.ndarray = fields["tf"]
         """Their term frequencies: float64 when built, uint16 (or uint32) when loaded."""
         self.offsets: np.ndarray = fields["offsets"]
-        self.term_id: dict[str, int] = fields["term_id"]
-        self.df: dict[str, int] = fields["df"]
+        self.terms: _Texts = fields["terms"]
+        """The vocabulary, with a sorted view; ``term_ids`` and ``term_df`` in its order."""
+        self.term_ids: np.ndarray = fields["term_ids"]
+        self.term_df: np.ndarray = fields["term_df"]
+        self._term_of: dict[str, tuple[int, int] | None] = {}
+        """term -> (term id, document frequency), None when not in the snapshot: the terms
+        searched so far (``_lookup``)."""
+        self._stale: tuple[frozenset[str] | set[str], np.ndarray] | None = None
+        """The last stale set and its documents' positions (the store memoises it per clock)."""
         self._last: tuple[tuple[str, ...], int, int, np.ndarray | None, np.ndarray | None] | None = None
         """The last search's terms (in the order summed), its range of positions and its scores
         and hit flags over that range (``_scores``)."""
-
-    @cached_property
-    def meta(self) -> list[str | None]:
-        """Per document its metadata JSON (None for ``{}``): unpacked at the first metadata
-        filter (most searches have none)."""
-        if isinstance(self._meta, np.ndarray):
-            return [m or None for m in unpack_texts(self._meta, self.n)]
-        return self._meta
-
-    @cached_property
-    def pos_of(self) -> dict[str, int]:
-        """rid -> position (built at the first search that needs it: stale rows, id filters)."""
-        return {rid: i for i, rid in enumerate(self.rids)}
 
     @classmethod
     def build(cls, con: duckdb.DuckDBPyConnection, table: str) -> KeywordIndex:
@@ -176,46 +263,69 @@ class KeywordIndex:
         order = np.lexsort((position, termid))
         n_ids = int(terms["termid"].max()) + 1 if len(terms["termid"]) else 1
         return cls(table, {
-            "n": n, "rids": docs["rid"].tolist(), "avg_len": avg_len,
+            "n": n, "rids": _Texts.pack(docs["rid"].tolist(), sorted_view=True), "avg_len": avg_len,
             "norm": length_norm(docs["len"].astype(np.float64), avg_len),
             "user_range": user_range, "thread_range": thread_range,
             "agent": _Codes.build(docs["agent_id"].tolist()), "thread": _Codes.build(threads),
             "rtype": _Codes.build(docs["rtype"].tolist()), "status": _Codes.build(docs["status"].tolist()),
             "seq": docs["seq"].astype(np.int64), "expires": docs["expires_us"].astype(np.int64),
-            "meta": [None if m == "{}" else m for m in docs["metadata"].tolist()],
+            "meta": _Texts.pack(["" if m == "{}" else m for m in docs["metadata"].tolist()], sorted_view=False),
             "docs": np.ascontiguousarray(position[order]), "tf": post["tf"].astype(np.float64)[order],
             "offsets": np.searchsorted(termid[order], np.arange(n_ids + 1)),
-            "term_id": dict(zip(terms["term"].tolist(), terms["termid"].astype(np.int64).tolist())),
-            "df": dict(zip(terms["term"].tolist(), terms["df"].astype(np.int64).tolist())),
+            "terms": _Texts.pack(terms["term"].tolist(), sorted_view=True),
+            "term_ids": terms["termid"].astype(np.int64), "term_df": terms["df"].astype(np.int64),
         })
 
     # ---- persistence --------------------------------------------------------------------------
+    def _arrays(self) -> dict[str, np.ndarray]:
+        """What ``save`` writes, in the file's types (little-endian)."""
+        tf = "<u2" if not len(self.tf) or self.tf.max() <= 65535 else "<u4"
+        out: dict[str, np.ndarray] = {
+            "norm": self.norm.astype("<f8"), "seq": self.seq.astype("<i8"), "expires": self.expires.astype("<i8"),
+            **{f"code_{name}": getattr(self, name).codes.astype("<i4") for name in _CODE_COLUMNS},
+            "docs": self.docs.astype("<i4"), "tf": self.tf.astype(tf), "offsets": self.offsets.astype("<i8"),
+            "term_ids": self.term_ids.astype("<i8"), "term_df": self.term_df.astype("<i8"),
+        }
+        for name in ("rids", "meta", "terms"):
+            texts: _Texts = getattr(self, name)
+            out[f"{name}.data"], out[f"{name}.offsets"] = texts.data.astype("u1"), texts.offsets.astype("<i8")
+            if texts.order is not None and texts.prefix is not None:
+                out[f"{name}.order"], out[f"{name}.prefix"] = texts.order.astype("<i4"), texts.prefix.astype("<u8")
+        return out
+
     def save(self, path: Path, key: str) -> None:
         """Write the postings to ``path`` atomically (a temporary file, fsynced, then renamed), as
         of ``key`` (what ``load`` must be given to accept them: the snapshot, its watermark and
-        rows, the analyzer). A crash leaves the old file or the new one, never half of one."""
-        terms = list(self.term_id)
-        header = {
+        rows, the analyzer). A crash leaves the old file or the new one, never half of one, and
+        a file is never changed in place, so a mapping of the old one stays valid.
+
+        Layout: ``_PREAMBLE`` (magic, format, header length, header CRC-32), the JSON header
+        (key, counts, scope ranges, code values, and each array's type, length and offset), then
+        the arrays, raw, each at a 64-byte aligned offset from the first one."""
+        arrays = self._arrays()
+        layout: dict[str, list[Any]] = {}
+        size = 0
+        for name, array in arrays.items():
+            size = -(-size // _ALIGN) * _ALIGN
+            layout[name] = [array.dtype.str, len(array), size]
+            size += array.nbytes
+        header = json.dumps({
             "format": FORMAT, "key": key, "table": self.table, "n": self.n, "avg_len": self.avg_len,
             "users": [[u, lo, hi] for u, (lo, hi) in self.user_range.items()],
             "threads": [[u, t, lo, hi] for (u, t), (lo, hi) in self.thread_range.items()],
             "codes": {name: list(getattr(self, name).of) for name in _CODE_COLUMNS},
-            "terms": len(terms),
-        }
-        arrays = {
-            "header": pack_texts([json.dumps(header)]), "rids": pack_texts(self.rids),
-            "meta": pack_texts(["" if m is None else m for m in self.meta]),
-            "norm": self.norm, "seq": self.seq, "expires": self.expires,
-            "docs": self.docs.astype(np.int32), "tf": self.tf.astype(np.uint16 if not len(self.tf) or self.tf.max() <= 65535 else np.uint32),
-            "offsets": self.offsets.astype(np.int64), "terms": pack_texts(terms),
-            "term_ids": np.fromiter((self.term_id[t] for t in terms), np.int64, len(terms)),
-            "term_df": np.fromiter((self.df[t] for t in terms), np.int64, len(terms)),
-            **{f"code_{name}": getattr(self, name).codes for name in _CODE_COLUMNS},
-        }
+            "terms": len(self.terms), "arrays": layout, "data_bytes": size,
+        }).encode("utf-8")
+        start = _data_start(len(header))
         tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
         try:
             with open(tmp, "wb") as fh:
-                np.savez(fh, allow_pickle=False, **arrays)
+                fh.write(_PREAMBLE.pack(_MAGIC, FORMAT, len(header), zlib.crc32(header)))
+                fh.write(header)
+                for name, array in arrays.items():
+                    fh.write(b"\x00" * (start + layout[name][2] - fh.tell()))
+                    fh.write(np.ascontiguousarray(array).data)
+                fh.write(b"\x00" * (start + size - fh.tell()))
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, path)
@@ -224,40 +334,114 @@ class KeywordIndex:
 
     @classmethod
     def load(cls, path: Path, key: str) -> KeywordIndex:
-        """The postings ``save`` wrote to ``path`` as of ``key``. ``FileNotFoundError`` when there
-        are none; ``ValueError`` (or a zip or numpy error) when they are of another snapshot,
-        format or analyzer, or not whole (every member's CRC is checked as it is read)."""
-        with np.load(path, allow_pickle=False) as data:
-            arrays: dict[str, np.ndarray] = {name: data[name] for name in data.files}
-        header = json.loads(arrays["header"].tobytes())
-        if header.get("format") != FORMAT or header.get("key") != key:
-            raise ValueError("postings of another snapshot, format or analyzer")
-        n, n_terms = int(header["n"]), int(header["terms"])
-        rids, terms = unpack_texts(arrays["rids"], n), unpack_texts(arrays["terms"], n_terms)
-        # postings stay in the file's int32 positions and uint16/uint32 frequencies: widening
-        # them cost half of a cold load at 1M documents (0.29 of 0.54 s, cProfile), and the scores are the
-        # same floats (the frequencies are exact in float64, where ``term_score`` computes)
-        docs, tf, offsets = arrays["docs"], arrays["tf"], arrays["offsets"]
-        if docs.dtype != np.int32 or tf.dtype not in (np.uint16, np.uint32):
-            raise ValueError("postings arrays of another type")
-        codes = {name: arrays[f"code_{name}"] for name in _CODE_COLUMNS}
-        columns = (arrays["norm"], arrays["seq"], arrays["expires"], *codes.values())
-        if (len(rids) != n or (n and arrays["meta"].dtype != np.uint8) or len(terms) != n_terms or any(c.shape != (n,) for c in columns)
-                or tf.shape != docs.shape or arrays["term_ids"].shape != (n_terms,) or arrays["term_df"].shape != (n_terms,)):
-            raise ValueError("postings arrays of inconsistent shapes")
-        if len(docs) and (docs.min() < 0 or docs.max() >= n or offsets[0] != 0 or offsets[-1] != len(docs)
-                          or np.any(np.diff(offsets) < 0) or arrays["term_ids"].max() >= len(offsets) - 1):
-            raise ValueError("postings out of range")
+        """The postings ``save`` wrote to ``path`` as of ``key``, mapped read-only (the pages are
+        read as searches touch them; the mapping holds a descriptor of the file until the index
+        is dropped, which POSIX lets the store delete or replace meanwhile).
+
+        ``FileNotFoundError`` when there are none; ``ValueError`` when they are of another
+        snapshot, format (a FORMAT 1 zip) or analyzer, or not whole. Checked, in time independent
+        of the size: the magic and format, the header's CRC-32 and its key, the file's length
+        against the header's (a truncated file), every array's type, length and extent, the
+        shapes against each other, and the first and last offset of each CSR. Not checked: the
+        arrays' contents byte by byte. The write is atomic (temporary file, fsync, rename), so a
+        crash leaves the old file or the new one whole; only damage to the disk afterwards could
+        change them (then delete the file: it is rebuilt)."""
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            preamble = fh.read(_PREAMBLE.size)
+            if len(preamble) < _PREAMBLE.size:
+                raise ValueError("postings file too short")
+            magic, fmt, header_len, crc = _PREAMBLE.unpack(preamble)
+            if magic != _MAGIC or fmt != FORMAT:
+                raise ValueError(f"postings of another format (FORMAT {FORMAT} expected)")
+            if header_len > size - _PREAMBLE.size:
+                raise ValueError("postings file truncated in its header")
+            raw_header = fh.read(header_len)
+            if zlib.crc32(raw_header) != crc:
+                raise ValueError("postings header damaged (CRC mismatch)")
+            header = json.loads(raw_header)
+            if header.get("format") != FORMAT or header.get("key") != key:
+                raise ValueError("postings of another snapshot, format or analyzer")
+            start = _data_start(header_len)
+            if size != start + int(header["data_bytes"]):
+                raise ValueError(f"postings file of {size} bytes, {start + int(header['data_bytes'])} expected (truncated?)")
+            mapped = mmap.mmap(fh.fileno(), size, access=mmap.ACCESS_READ)
+        try:
+            return cls._from_mapped(mapped, start, header)
+        except (KeyError, TypeError, IndexError) as exc:
+            raise ValueError(f"postings header incomplete: {exc!r}") from exc
+
+    @classmethod
+    def _from_mapped(cls, mapped: mmap.mmap, start: int, header: dict[str, Any]) -> KeywordIndex:
+        """The index over the arrays of a mapped file (``load``), after checking their extents
+        and shapes."""
+        n, n_terms, data_bytes = int(header["n"]), int(header["terms"]), int(header["data_bytes"])
+        layout: dict[str, list[Any]] = header["arrays"]
+
+        def array(name: str, dtypes: tuple[str, ...], length: int | None = None) -> np.ndarray:
+            dtype, count, offset = layout[name]
+            if dtype not in dtypes:
+                raise ValueError(f"postings array {name!r} of type {dtype}, not {' or '.join(dtypes)}")
+            if length is not None and count != length:
+                raise ValueError(f"postings array {name!r} of {count} items, {length} expected")
+            if offset % _ALIGN or offset < 0 or count < 0 or offset + count * np.dtype(dtype).itemsize > data_bytes:
+                raise ValueError(f"postings array {name!r} outside the file")
+            return np.frombuffer(mapped, np.dtype(dtype), count, start + offset)
+
+        def texts(name: str, count: int, sorted_view: bool) -> _Texts:
+            data = array(f"{name}.data", ("|u1",))
+            offsets = array(f"{name}.offsets", ("<i8",), count + 1)
+            if offsets[0] != 0 or offsets[-1] != len(data) + (1 if count else 0):
+                raise ValueError(f"postings texts {name!r} inconsistent with their offsets")
+            if not sorted_view:
+                return _Texts(data, offsets)
+            return _Texts(data, offsets, array(f"{name}.order", ("<i4",), count), array(f"{name}.prefix", ("<u8",), count))
+
+        docs = array("docs", ("<i4",))
+        tf = array("tf", ("<u2", "<u4"), len(docs))
+        offsets = array("offsets", ("<i8",))
+        if not len(offsets) or offsets[0] != 0 or offsets[-1] != len(docs):
+            raise ValueError("postings inconsistent with their offsets")
+        codes = {name: array(f"code_{name}", ("<i4",), n) for name in _CODE_COLUMNS}
         return cls(header["table"], {
-            "n": n, "rids": rids, "avg_len": float(header["avg_len"]), "norm": arrays["norm"],
+            "n": n, "rids": texts("rids", n, True), "avg_len": float(header["avg_len"]),
+            "norm": array("norm", ("<f8",), n),
             "user_range": {u: (lo, hi) for u, lo, hi in header["users"]},
             "thread_range": {(u, t): (lo, hi) for u, t, lo, hi in header["threads"]},
             **{name: _Codes(codes[name], {v: i for i, v in enumerate(header["codes"][name])}) for name in _CODE_COLUMNS},
-            "seq": arrays["seq"], "expires": arrays["expires"], "meta": arrays["meta"],
+            "seq": array("seq", ("<i8",), n), "expires": array("expires", ("<i8",), n), "meta": texts("meta", n, False),
             "docs": docs, "tf": tf, "offsets": offsets,
-            "term_id": dict(zip(terms, arrays["term_ids"].tolist())),
-            "df": dict(zip(terms, arrays["term_df"].tolist())),
+            "terms": texts("terms", n_terms, True),
+            "term_ids": array("term_ids", ("<i8",), n_terms), "term_df": array("term_df", ("<i8",), n_terms),
         })
+
+    # ---- look-ups ---------------------------------------------------------------------------
+    def _lookup(self, terms: Iterable[str]) -> list[tuple[int, int] | None]:
+        """(term id, document frequency) of each of ``terms``, None for a term not in the
+        snapshot; the unseen ones are looked up together."""
+        terms = list(terms)
+        known = self._term_of
+        unseen = [t for t in dict.fromkeys(terms) if t not in known]
+        if unseen:
+            for term, i in zip(unseen, self.terms.find(unseen).tolist()):
+                known[term] = None if i < 0 else (int(self.term_ids[i]), int(self.term_df[i]))
+        return [known[t] for t in terms]
+
+    def doc_freqs(self, terms: Iterable[str]) -> dict[str, int]:
+        """The snapshot's document frequency of each of ``terms`` it holds."""
+        terms = list(terms)
+        return {t: found[1] for t, found in zip(terms, self._lookup(terms)) if found is not None}
+
+    def _stale_positions(self, rids: frozenset[str] | set[str]) -> np.ndarray:
+        """The positions of the documents of the stale ``rids`` (those in the snapshot),
+        remembered for the next search (the store memoises the set per write clock)."""
+        stale = self._stale
+        if stale is not None and (stale[0] is rids or stale[0] == rids):
+            return stale[1]
+        found = self.rids.find(list(rids))
+        out = np.sort(found[found >= 0])
+        self._stale = (rids, out)
+        return out
 
     # ---- search -----------------------------------------------------------------------------
     def _range(self, flt: RecordFilter) -> tuple[int, int] | None:
@@ -278,8 +462,8 @@ class KeywordIndex:
             keep[:] &= isin_codes(column.codes[pos], wanted)
 
         if flt.record_ids is not None:
-            wanted_pos = {p for p in (self.pos_of.get(r) for r in flt.record_ids) if p is not None}
-            keep &= np.fromiter((int(p) in wanted_pos for p in pos), bool, len(pos))
+            wanted = self.rids.find(list(flt.record_ids))
+            keep &= np.isin(pos, wanted[wanted >= 0])
         if flt.record_types is not None:
             codes(self.rtype, [RecordType(t).value for t in flt.record_types])
         if flt.user_id is ANY and flt.thread_id is not ANY:
@@ -314,9 +498,9 @@ class KeywordIndex:
         values = scores[local]
         keep = self._keep(flt, pos) & (values > 0)
         if stale:
-            dropped = {p for p in (self.pos_of.get(r) for r in stale) if p is not None}
-            if dropped:
-                keep &= np.fromiter((int(p) not in dropped for p in pos), bool, len(pos))
+            dropped = self._stale_positions(stale)
+            if len(dropped):
+                keep &= ~np.isin(pos, dropped)
         pos, values = pos[keep], values[keep]
         if flt.metadata_filter:
             return self._ranked_with_metadata(pos, values, dict(flt.metadata_filter), k)
@@ -335,10 +519,10 @@ class KeywordIndex:
                 return None, None
             return scores[lo - base : hi - base], hit[lo - base : hi - base]
         scores = hit = None
-        for term in order:  # the set's order, as the reference sums: identical floats
-            tid = self.term_id.get(term)
-            if tid is None:
+        for found in self._lookup(order):  # the set's order, as the reference sums: identical floats
+            if found is None:
                 continue
+            tid, df = found
             a, b = int(self.offsets[tid]), int(self.offsets[tid + 1])
             docs = self.docs[a:b]
             if lo > 0 or hi < self.n:
@@ -353,7 +537,7 @@ class KeywordIndex:
                 scores = np.zeros(hi - lo, np.float64)
                 hit = np.zeros(hi - lo, bool)
             local = docs - lo
-            scores[local] += term_score(idf(self.n, self.df[term]), tf, self.norm[docs])
+            scores[local] += term_score(idf(self.n, df), tf, self.norm[docs])
             hit[local] = True
         self._last = (order, lo, hi, scores, hit)
         return scores, hit
@@ -364,7 +548,7 @@ class KeywordIndex:
             close = np.flatnonzero(values >= bound)
             pos, values = pos[close], values[close]
         rids = self.rids
-        ranked = sorted((-round(float(v), 6), rids[int(p)], float(v)) for p, v in zip(pos, values))
+        ranked = sorted((-round(float(v), 6), rids[p], float(v)) for p, v in zip(pos.tolist(), values))
         return [(rid, v) for _, rid, v in ranked]
 
     def _ranked_with_metadata(self, pos: np.ndarray, values: np.ndarray, flt: dict[str, Any], k: int) -> list[tuple[str, float]]:
@@ -379,7 +563,7 @@ class KeywordIndex:
             value = float(values[i])
             if cut is not None and value < cut:
                 break
-            text = meta[int(pos[i])]
+            text = meta[int(pos[i])] or None
             ok = seen.get(text)
             if ok is None:
                 ok = seen[text] = metadata_matches(json.loads(text) if text else {}, flt)
@@ -389,6 +573,11 @@ class KeywordIndex:
                     cut = value - _ROUND_MARGIN
         out.sort(key=lambda pair: (-round(pair[1], 6), pair[0]))
         return out
+
+
+def _data_start(header_len: int) -> int:
+    """Where a file's arrays begin: after the preamble and header, aligned."""
+    return -(-(_PREAMBLE.size + header_len) // _ALIGN) * _ALIGN
 
 
 __all__ = ["KeywordIndex"]

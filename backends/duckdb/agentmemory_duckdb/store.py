@@ -1472,7 +1472,7 @@ class DuckDBStore(MemoryStore):
                         ).fetchone())
                     _, n_idx, avgdl_idx = self._fts_stats
                     assert kw is not None  # the block above set it for this same snapshot
-                    df_idx = {t: kw.df[t] for t in terms if t in kw.df}
+                    df_idx = kw.doc_freqs(terms)
                 # corpus statistics: the snapshot's plus those of the whole delta (every searchable
                 # row written since, not only the rows this filter passes: a scope must not change
                 # a record's score); with no snapshot, exactly the reference's
