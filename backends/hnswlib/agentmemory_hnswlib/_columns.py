@@ -129,6 +129,10 @@ class Columns:
         self.names: list[str | None] = [None]
         """The text of each scope code (code 0 is None)."""
         self.total_tokens = 0
+        self.sorted_n = 0
+        """The first ``sorted_n`` slots are in (user, thread) code order (``cluster`` puts every
+        slot so; adds go after them, a removal inside them ends them there): a user's or a
+        thread's slots among them are one range, found by binary search (``scope``)."""
         self._buf = np.empty((_CHUNK, dimension), np.float32)
 
     # ---- maintenance ------------------------------------------------------------------------
@@ -199,6 +203,7 @@ class Columns:
         self.label_slot[self.labels[:n]] = np.arange(n)
         self.total_tokens = int(self.ntok[:n].sum())
         self.n = n
+        self.sorted_n = self._sorted_prefix()
         self._changed(-1, -1)
 
     _ARRAYS = ("labels", "rtype", "user", "agent", "thread", "status", "expires", "seq", "ntok")
@@ -256,6 +261,7 @@ class Columns:
             cols.label_slot[cols.labels[:n]] = np.arange(n)
         cols.total_tokens = int(cols.ntok[:n].sum())
         cols.n = n
+        cols.sorted_n = cols._sorted_prefix()
         return cols
 
     def add(self, rows: Sequence[VectorRow]) -> np.ndarray:
@@ -302,6 +308,7 @@ class Columns:
         """Drop the slot of ``record_id`` (swap-with-last); return the label it held."""
         slot = self.slot_of.pop(record_id)
         self._changed(slot, slot + 1)  # the last slot's row moves here; the slots end before it
+        self.sorted_n = min(self.sorted_n, slot)  # the row moved into the hole is out of order
         label = int(self.labels[slot])
         self.label_slot[label] = -1
         self.total_tokens -= int(self.ntok[slot])
@@ -332,6 +339,7 @@ class Columns:
         keys = (self.seq[:n], self.agent[:n], self.thread[:n], self.user[:n])
         order = np.lexsort(keys)  # the last key is the primary one
         if np.array_equal(order, np.arange(n)):
+            self.sorted_n = n
             return False
         self._changed(-1, -1)
         for name in self._ARRAYS:
@@ -345,7 +353,19 @@ class Columns:
         self.fields = [self.fields[i] for i in order]
         self.slot_of = dict(zip(self.rids, range(n)))
         self.label_slot[self.labels[:n]] = np.arange(n)
+        self.sorted_n = n
         return True
+
+    def _sorted_prefix(self) -> int:
+        """How many leading slots are in (user, thread) code order (a snapshot is saved
+        clustered; records added after it follow)."""
+        n = self.n
+        if n < 2:
+            return n
+        user, thread = self.user[:n], self.thread[:n]
+        ok = (user[1:] > user[:-1]) | ((user[1:] == user[:-1]) & (thread[1:] >= thread[:-1]))
+        bad = np.flatnonzero(~ok)
+        return n if not len(bad) else int(bad[0]) + 1
 
     def rows(self, slots: list[int]) -> list[tuple[Any, ...]]:
         """``slots`` as rows of ``_sql.RECORD_COLUMNS``: each record as SQLite holds it (one
@@ -401,17 +421,55 @@ class Columns:
 
     def mask(self, flt: RecordFilter) -> np.ndarray | None:
         """Slots matching every condition of ``flt`` except the metadata filter (None = all)."""
-        return self._match(flt, None)
+        return self.scope(flt)[0]
+
+    def scope(self, flt: RecordFilter) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """``mask(flt)`` and, when it was found from the sorted slots' ranges, the matching
+        slots (ascending; else None). A scope with a user is evaluated on that user's (or its
+        thread's) range of the sorted slots and on the slots after them only, not on every slot:
+        at 1M records a new scope's mask cost five passes over every slot (~3 ms)."""
+        span = self._span(flt)
+        if span is None:
+            return self._match(flt, slice(0, self.n), self.n), None
+        n, lo, hi = self.n, *span
+        mask = np.zeros(n, bool)
+        parts = []
+        for a, b in ((lo, hi), (self.sorted_n, n)):
+            if b > a:
+                sub = self._match(flt, slice(a, b), b - a)
+                assert sub is not None  # the user condition is one
+                mask[a:b] = sub
+                parts.append(np.flatnonzero(sub) + a)
+        slots = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        return mask, slots
+
+    def _span(self, flt: RecordFilter) -> tuple[int, int] | None:
+        """The range of the sorted slots that holds every one of them in ``flt``'s user (and
+        thread) scope; None when ``flt`` names no user or none are sorted."""
+        c, want_user, want_thread = self.sorted_n, flt.user_id, flt.thread_id
+        if want_user is ANY or not c:
+            return None
+        user = 0 if want_user is None else self.codes.get(str(want_user))
+        if user is None:
+            return 0, 0
+        users = self.user[:c]
+        key = np.int32(user)  # a Python int would make numpy search an int64 copy of the column
+        lo, hi = int(np.searchsorted(users, key, "left")), int(np.searchsorted(users, key, "right"))
+        if want_thread is not ANY and hi > lo:
+            thread = 0 if want_thread is None else self.codes.get(str(want_thread))
+            if thread is None:
+                return 0, 0
+            threads, key = self.thread[lo:hi], np.int32(thread)
+            lo, hi = lo + int(np.searchsorted(threads, key, "left")), lo + int(np.searchsorted(threads, key, "right"))
+        return lo, hi
 
     def mask_at(self, flt: RecordFilter, slots: np.ndarray) -> np.ndarray:
         """Which of ``slots`` match ``flt`` as ``mask`` decides it (a mask of the slots)."""
-        out = self._match(flt, slots)
+        out = self._match(flt, slots, len(slots))
         return np.ones(len(slots), bool) if out is None else out
 
-    def _match(self, flt: RecordFilter, slots: np.ndarray | None) -> np.ndarray | None:
-        """``mask`` over every slot (``slots`` None) or over ``slots``."""
-        n = self.n if slots is None else len(slots)
-        at: Any = slice(0, self.n) if slots is None else slots
+    def _match(self, flt: RecordFilter, at: Any, n: int) -> np.ndarray | None:
+        """``mask`` over the ``n`` slots ``at`` (a slice or an array of slots)."""
         out: np.ndarray | None = None
 
         def both(cond: np.ndarray) -> None:

@@ -1159,7 +1159,13 @@ class HnswlibStore(MemoryStore):
                 mask.flags.writeable = False
                 slots.flags.writeable = False
                 return _Scope(mask, len(slots), slots, stamp)
-        return _Scope.of(cols.mask(plain), cols.n, stamp)
+        fresh, listed = cols.scope(plain)
+        if listed is None:
+            return _Scope.of(fresh, cols.n, stamp)
+        assert fresh is not None
+        fresh.flags.writeable = False
+        listed.flags.writeable = False
+        return _Scope(fresh, len(listed), listed, stamp)
 
     def _remember(self, key: tuple[Any, ...], entry: _Scope | _Alive) -> None:
         if len(self._masks) >= 32:  # drop the oldest entry (dicts keep insertion order)
