@@ -9,6 +9,7 @@ twin with ``run_async``; see ``effects``). Where each concept lives: ``docs/arch
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -17,7 +18,7 @@ from .config import MemoryExtractionConfig, MemoryRetentionConfig
 from .effects import run_async, run_sync
 from .embedders import Embedder
 from .embedders.base import as_embedder
-from .errors import InvalidArgument
+from .errors import AgentMemoryError, InvalidArgument
 from .llm.base import as_llm
 from .operations import links, lookup, memories, profiles, retention, threads
 from .operations.background import BackgroundExtraction
@@ -92,6 +93,11 @@ class AgentMemory:
         then the dates plugin; see ``agentmemory.extraction.base.ExtractorChain``)."""
         self.card_renderer = card_renderer
         """A registered card renderer name ("xml", "markdown") or a renderer object."""
+        if isinstance(card_renderer, str) and card_renderer in self.plugins.names("card_renderers"):
+            # imported now, with the client, not inside the first card after a (re)start; an
+            # unknown or broken name is still reported by the card that uses it
+            with contextlib.suppress(AgentMemoryError):
+                self.plugins.load("card_renderers", card_renderer)
         self.token_counter: TokenCounter = resolve_token_counter(token_counter, self.llm, self.plugins)
         """What every budget counts in (search, card, summary, extraction prompts): a registered
         name ("estimate", "cl100k_base", "o200k_base"), a ``TokenCounter``, or by default the

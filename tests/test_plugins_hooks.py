@@ -90,6 +90,14 @@ class BrokenPlugin:
         raise RuntimeError("this plugin is broken")
 
 
+class LazyRendererPlugin:
+    """Registers ``PlainRenderer`` by its dotted path (imported on first use)."""
+
+    @hookimpl
+    def agentmemory_register_card_renderers(self, register: Any) -> None:
+        register("lazy", f"{__name__}:PlainRenderer")
+
+
 @pytest.fixture
 def pm() -> PluginManager:
     manager = PluginManager(load_entrypoints=False)
@@ -233,6 +241,15 @@ def test_plugin_card_renderer_by_name(pm: PluginManager, made: list[AgentMemory]
     assert "PREFERENCE: The user likes green tea." in lines
     assert lines[-1] == "RECENT assistant: Let me see."
     assert [r.formatted_content for r in card.relevant] == [PlainRenderer().item(r.record) for r in card.relevant]
+
+
+def test_a_named_renderer_is_imported_with_the_client_not_in_the_first_card(pm: PluginManager, made: list[AgentMemory]) -> None:
+    # the first card after a restart must not import its renderer (issue #31: warm restarts)
+    pm.register(LazyRendererPlugin(), name="lazy-renderer")
+    assert isinstance(pm.get("card_renderers", "lazy").target, str)
+    client_with(made, pm, card_renderer="lazy")
+    assert pm.get("card_renderers", "lazy").target is PlainRenderer
+    client_with(made, pm, card_renderer="not-registered")  # still reported by the card, as above
 
 
 def test_renderer_object_is_used_directly(made: list[AgentMemory]) -> None:
