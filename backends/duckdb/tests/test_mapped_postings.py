@@ -1,7 +1,9 @@
 """The keyword postings file (FORMAT 2) is mapped, not copied: a loaded index answers exactly as
 the one built from the fts tables (same hits, same floats) for every scope and filter; a file of
 FORMAT 1, a truncated one or one with a damaged header is rebuilt without an error reaching the
-caller; the mapping never stops the store's directory from being closed and deleted."""
+caller; the mapping never stops the store's directory from being closed and deleted. Also the
+reads of a card at a new time (the large scope's count, the keyword delta's ids): found in
+process from what was read once per write clock, equal to what SQL counts and selects."""
 
 from __future__ import annotations
 
@@ -303,4 +305,75 @@ def test_snapshot_scores_equal_an_exact_scan(built: Any, tmp_path: Path, h: Any)
                 got = [(x.record.record_id, x.score) for x in store.keyword_search(q, flt, 10)]
                 assert got == [(x.record.record_id, x.score) for x in twin.keyword_search(q, flt, 10)], (q, flt)
     finally:
+        twin.close()
+
+
+# ---- the reads of a card at a new time ---------------------------------------------------------
+class _Counting:
+    """The store's connection, counting the statements run through it."""
+
+    def __init__(self, con: Any) -> None:
+        self._con, self.statements = con, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._con, name)
+
+    def execute(self, *args: Any) -> Any:
+        self.statements += 1
+        return self._con.execute(*args)
+
+
+def test_a_large_scopes_count_at_any_time_is_the_sql_count(tmp_path: Path, h: Any) -> None:
+    """A scope too large to keep is counted once per write clock, without ``alive_at``, with its
+    expiry times: the planner's count at any time equals the SQL count of the rows alive then,
+    the search answers the same rows, and a search at another time runs no count."""
+    store = h.open_store(tmp_path / "s.duckdb", auto_index=False, exact_max_rows=5)
+    rng = np.random.default_rng(3)
+    store.write(WriteBatch(add=[
+        h.new(f"m{i:02d}", rng.standard_normal(4), f"memo {i}", user_id="u1",
+              expires_at=None if i % 3 == 0 else T0 + timedelta(hours=i % 17))
+        for i in range(30)
+    ]))
+    con = store._con
+    try:
+        for hours in (-1.0, 0.0, 4.0, 4.5, 9.0, 16.0, 40.0):
+            at = T0 + timedelta(hours=hours)
+            counting = store._con = _Counting(con)
+            hits = store.vector_search(V, RecordFilter(user_id="u1", alive_at=at), 50)
+            store._con = con
+            (want,) = con.execute(
+                "SELECT count(*) FROM am_records WHERE has_vec AND user_id = 'u1' AND (expires_us IS NULL OR expires_us > ?)",
+                [int(at.timestamp() * 1_000_000)],
+            ).fetchone()
+            assert store.last_plan.matching == want == len(hits), hours
+            assert all(x.record.expires_at is None or x.record.expires_at > at for x in hits)
+            if hours > -1.0:
+                assert counting.statements == 1, "a search at a new time counted its scope again"  # the scan itself
+    finally:
+        store._con = con
+        store.close()
+
+
+def test_the_keyword_deltas_ids_follow_the_search_time(tmp_path: Path, h: Any) -> None:
+    """Rows written after the BM25 snapshot are read once without ``alive_at``, with their expiry
+    times; each search keeps those alive at its own time, as an exact scan does."""
+    path = tmp_path / "s.duckdb"
+    store = h.open_store(path, auto_index=False)
+    twin = h.open_store(tmp_path / "twin.duckdb", auto_index=False)
+    try:
+        base = [h.new(f"b{i:02d}", V, f"maya invoice {i}", user_id="u1") for i in range(20)]
+        late = [h.new(f"d{i:02d}", V, "maya " * (1 + i % 3), user_id="u1", expires_at=T0 + timedelta(hours=i)) for i in range(12)]
+        for s in (store, twin):
+            s.write(WriteBatch(add=base))
+        store.build_indexes()
+        for s in (store, twin):
+            s.write(WriteBatch(add=late))
+        assert store._fts is not None and twin._fts is None
+        for hours in (-1.0, 0.0, 3.5, 7.0, 11.0, 20.0):
+            flt = RecordFilter(user_id="u1", alive_at=T0 + timedelta(hours=hours))
+            got = {x.record.record_id for x in store.keyword_search("maya", flt, 40)}
+            assert got == {x.record.record_id for x in twin.keyword_search("maya", flt, 40)}
+            assert {r for r in got if r.startswith("d")} == {f"d{i:02d}" for i in range(12) if i > hours}
+    finally:
+        store.close()
         twin.close()
