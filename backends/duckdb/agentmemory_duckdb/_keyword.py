@@ -218,6 +218,10 @@ class KeywordIndex:
         """The vocabulary, with a sorted view; ``term_ids`` and ``term_df`` in its order."""
         self.term_ids: np.ndarray = fields["term_ids"]
         self.term_df: np.ndarray = fields["term_df"]
+        self.fts_stats: tuple[int, float] | None = fields.get("fts_stats")
+        """The fts extension's ``num_docs`` and ``avgdl`` of the snapshot, as DuckDB computed them
+        (the keyword delta's statistics start from them): kept here so a search with a delta
+        after a reopen does not read them in SQL (None from a file written before they were)."""
         self._term_of: dict[str, tuple[int, int] | None] = {}
         """term -> (term id, document frequency), None when not in the snapshot: the terms
         searched so far (``_lookup``)."""
@@ -262,6 +266,7 @@ class KeywordIndex:
         position = pos_of_docid[post["docid"].astype(np.int64)]
         order = np.lexsort((position, termid))
         n_ids = int(terms["termid"].max()) + 1 if len(terms["termid"]) else 1
+        num_docs, avgdl = con.execute(f"SELECT num_docs, avgdl FROM {fts}.stats").fetchone()  # type: ignore[misc]
         return cls(table, {
             "n": n, "rids": _Texts.pack(docs["rid"].tolist(), sorted_view=True), "avg_len": avg_len,
             "norm": length_norm(docs["len"].astype(np.float64), avg_len),
@@ -274,6 +279,7 @@ class KeywordIndex:
             "offsets": np.searchsorted(termid[order], np.arange(n_ids + 1)),
             "terms": _Texts.pack(terms["term"].tolist(), sorted_view=True),
             "term_ids": terms["termid"].astype(np.int64), "term_df": terms["df"].astype(np.int64),
+            "fts_stats": (int(num_docs), float(avgdl)),
         })
 
     # ---- persistence --------------------------------------------------------------------------
@@ -314,7 +320,7 @@ class KeywordIndex:
             "users": [[u, lo, hi] for u, (lo, hi) in self.user_range.items()],
             "threads": [[u, t, lo, hi] for (u, t), (lo, hi) in self.thread_range.items()],
             "codes": {name: list(getattr(self, name).of) for name in _CODE_COLUMNS},
-            "terms": len(self.terms), "arrays": layout, "data_bytes": size,
+            "terms": len(self.terms), "arrays": layout, "data_bytes": size, "fts_stats": self.fts_stats,
         }).encode("utf-8")
         start = _data_start(len(header))
         tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
@@ -413,6 +419,7 @@ class KeywordIndex:
             "docs": docs, "tf": tf, "offsets": offsets,
             "terms": texts("terms", n_terms, True),
             "term_ids": array("term_ids", ("<i8",), n_terms), "term_df": array("term_df", ("<i8",), n_terms),
+            "fts_stats": None if header.get("fts_stats") is None else (int(header["fts_stats"][0]), float(header["fts_stats"][1])),
         })
 
     # ---- look-ups ---------------------------------------------------------------------------

@@ -1499,12 +1499,14 @@ class DuckDBStore(MemoryStore):
                     schema = f"fts_main_{ident(fts.table)}"
                     # the snapshot's figures never change (its tables are immutable), so they are
                     # kept across writes; its document frequencies are the postings' own
-                    if self._fts_stats is None or self._fts_stats[0] != fts.table:
+                    assert kw is not None  # the block above set it for this same snapshot
+                    if kw.fts_stats is not None:  # kept with the postings: no statement
+                        self._fts_stats = (fts.table, *kw.fts_stats)
+                    elif self._fts_stats is None or self._fts_stats[0] != fts.table:
                         self._fts_stats = (fts.table, *con.execute(  # type: ignore[misc]
                             f"SELECT (SELECT num_docs FROM {schema}.stats), (SELECT avgdl FROM {schema}.stats)"
                         ).fetchone())
                     _, n_idx, avgdl_idx = self._fts_stats
-                    assert kw is not None  # the block above set it for this same snapshot
                     df_idx = kw.doc_freqs(terms)
                 # corpus statistics: the snapshot's plus those of the whole delta (every searchable
                 # row written since, not only the rows this filter passes: a scope must not change

@@ -377,3 +377,15 @@ def test_the_keyword_deltas_ids_follow_the_search_time(tmp_path: Path, h: Any) -
     finally:
         store.close()
         twin.close()
+
+
+def test_the_snapshots_fts_statistics_are_kept_with_the_postings(built: Any, tmp_path: Path) -> None:
+    """The fts extension's ``num_docs`` and ``avgdl`` (what the keyword delta's statistics start
+    from) are saved with the postings, the same numbers the stats table holds, so a search with a
+    delta after a reopen reads no stats table."""
+    store, kw, _ = built
+    table = store._fts.table
+    want = store._con.execute(f"SELECT num_docs, avgdl FROM fts_main_{table}.stats").fetchone()
+    assert kw.fts_stats == (want[0], want[1]) and isinstance(kw.fts_stats[1], float)
+    kw.save(tmp_path / "p", "k")
+    assert KeywordIndex.load(tmp_path / "p", "k").fts_stats == kw.fts_stats
