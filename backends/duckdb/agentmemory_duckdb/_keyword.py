@@ -61,12 +61,13 @@ _ROUND_MARGIN = 2e-6
 """Scores closer than this to the k-th one may round (6 decimals) to a tie with it."""
 
 
-@dataclass
 class _Codes:
-    """A string column as int codes (``None`` has its own code)."""
+    """A string column as int codes (``None`` has its own code). Loaded from a file, the values
+    (``of``: value -> code) stay JSON until a filter first names one: a thread column holds one
+    value per thread, and most searches filter it by range instead."""
 
-    codes: np.ndarray
-    of: dict[str | None, int]
+    def __init__(self, codes: np.ndarray, of: dict[str | None, int] | None = None, packed: np.ndarray | None = None) -> None:
+        self.codes, self._of, self._packed = codes, of, packed
 
     @classmethod
     def build(cls, values: list[Any]) -> _Codes:
@@ -74,6 +75,19 @@ class _Codes:
         setdefault = of.setdefault
         codes = np.fromiter((setdefault(v, len(of)) for v in values), np.int32, len(values))
         return cls(codes, of)
+
+    @property
+    def of(self) -> dict[str | None, int]:
+        if self._of is None:
+            values = json.loads(self._packed.tobytes()) if self._packed is not None and len(self._packed) else []
+            self._of = {v: i for i, v in enumerate(values)}
+        return self._of
+
+    def packed(self) -> np.ndarray:
+        """The values in code order, as JSON bytes (what ``save`` writes)."""
+        if self._packed is not None:
+            return self._packed
+        return np.frombuffer(json.dumps(list(self.of)).encode("utf-8"), np.uint8)
 
     def equal(self, value: Any) -> np.ndarray | None:
         """Code to compare with, or None when no document holds ``value``."""
@@ -159,6 +173,38 @@ class _Texts:
         return out
 
 
+class _Ranges:
+    """Scope key (``_user_key``, ``_thread_key``) -> its range of positions: the keys packed with
+    a sorted view, looked up by binary search and remembered, so a file with a range per thread
+    is not parsed into a dict at load (at 10k threads that was 16 of 23 ms, with the garbage
+    collection the JSON's objects set off)."""
+
+    def __init__(self, keys: _Texts, lo: np.ndarray, hi: np.ndarray) -> None:
+        self.keys, self.lo, self.hi = keys, lo, hi
+        self._seen: dict[str, tuple[int, int] | None] = {}
+
+    @classmethod
+    def build(cls, ranges: dict[str, tuple[int, int]]) -> _Ranges:
+        bounds = np.array(list(ranges.values()), np.int64).reshape(-1, 2)
+        return cls(_Texts.pack(list(ranges), sorted_view=True), bounds[:, 0].copy(), bounds[:, 1].copy())
+
+    def get(self, key: str) -> tuple[int, int] | None:
+        if key not in self._seen:
+            i = int(self.keys.find([key])[0])
+            self._seen[key] = None if i < 0 else (int(self.lo[i]), int(self.hi[i]))
+        return self._seen[key]
+
+
+def _user_key(user: Any) -> str:
+    """A user's key in ``KeywordIndex.user_range`` (``None`` is a scope of its own)."""
+    return json.dumps(user)
+
+
+def _thread_key(user: Any, thread: Any) -> str:
+    """A user's thread's key in ``KeywordIndex.thread_range``."""
+    return json.dumps([user, thread])
+
+
 @dataclass
 class DeltaDocFreq:
     """Document frequencies of the rows written since a BM25 snapshot (its ``watermark``), kept
@@ -198,8 +244,8 @@ class KeywordIndex:
         """Record id per document, with a sorted view (stale rows, id filters: ``find``)."""
         self.avg_len: float = fields["avg_len"]
         self.norm: np.ndarray = fields["norm"]
-        self.user_range: dict[Any, tuple[int, int]] = fields["user_range"]
-        self.thread_range: dict[tuple[Any, Any], tuple[int, int]] = fields["thread_range"]
+        self.user_range: _Ranges = fields["user_range"]
+        self.thread_range: _Ranges = fields["thread_range"]
         self.agent: _Codes = fields["agent"]
         self.thread: _Codes = fields["thread"]
         self.rtype: _Codes = fields["rtype"]
@@ -259,6 +305,10 @@ class KeywordIndex:
                 lo = user_range.get(users[start], (start, i))[0]
                 user_range[users[start]] = (lo, i)
                 start = i
+        # read to its end (fetchall), as every statement here: a result left open holds the
+        # table's checkpoint lock, and the builder then waits for the store lock while a write
+        # holding it checkpoints: a deadlock (seen with fetchone in test_durability)
+        ((num_docs, avgdl),) = con.execute(f"SELECT num_docs, avgdl FROM {fts}.stats").fetchall()
         # postings: (termid, position, tf) ordered by term, then position
         post = con.execute(f"SELECT termid, docid, count(*) AS tf FROM {fts}.terms GROUP BY termid, docid").fetchnumpy()
         terms = con.execute(f"SELECT termid, term, df FROM {fts}.dict").fetchnumpy()
@@ -266,11 +316,11 @@ class KeywordIndex:
         position = pos_of_docid[post["docid"].astype(np.int64)]
         order = np.lexsort((position, termid))
         n_ids = int(terms["termid"].max()) + 1 if len(terms["termid"]) else 1
-        num_docs, avgdl = con.execute(f"SELECT num_docs, avgdl FROM {fts}.stats").fetchone()  # type: ignore[misc]
         return cls(table, {
             "n": n, "rids": _Texts.pack(docs["rid"].tolist(), sorted_view=True), "avg_len": avg_len,
             "norm": length_norm(docs["len"].astype(np.float64), avg_len),
-            "user_range": user_range, "thread_range": thread_range,
+            "user_range": _Ranges.build({_user_key(u): r for u, r in user_range.items()}),
+            "thread_range": _Ranges.build({_thread_key(u, t): r for (u, t), r in thread_range.items()}),
             "agent": _Codes.build(docs["agent_id"].tolist()), "thread": _Codes.build(threads),
             "rtype": _Codes.build(docs["rtype"].tolist()), "status": _Codes.build(docs["status"].tolist()),
             "seq": docs["seq"].astype(np.int64), "expires": docs["expires_us"].astype(np.int64),
@@ -289,11 +339,14 @@ class KeywordIndex:
         out: dict[str, np.ndarray] = {
             "norm": self.norm.astype("<f8"), "seq": self.seq.astype("<i8"), "expires": self.expires.astype("<i8"),
             **{f"code_{name}": getattr(self, name).codes.astype("<i4") for name in _CODE_COLUMNS},
+            **{f"values_{name}": getattr(self, name).packed().astype("u1") for name in _CODE_COLUMNS},
+            "users.lo": self.user_range.lo.astype("<i8"), "users.hi": self.user_range.hi.astype("<i8"),
+            "threads.lo": self.thread_range.lo.astype("<i8"), "threads.hi": self.thread_range.hi.astype("<i8"),
             "docs": self.docs.astype("<i4"), "tf": self.tf.astype(tf), "offsets": self.offsets.astype("<i8"),
             "term_ids": self.term_ids.astype("<i8"), "term_df": self.term_df.astype("<i8"),
         }
-        for name in ("rids", "meta", "terms"):
-            texts: _Texts = getattr(self, name)
+        for name, texts in (("rids", self.rids), ("meta", self.meta), ("terms", self.terms),
+                            ("users", self.user_range.keys), ("threads", self.thread_range.keys)):
             out[f"{name}.data"], out[f"{name}.offsets"] = texts.data.astype("u1"), texts.offsets.astype("<i8")
             if texts.order is not None and texts.prefix is not None:
                 out[f"{name}.order"], out[f"{name}.prefix"] = texts.order.astype("<i4"), texts.prefix.astype("<u8")
@@ -306,8 +359,10 @@ class KeywordIndex:
         a file is never changed in place, so a mapping of the old one stays valid.
 
         Layout: ``_PREAMBLE`` (magic, format, header length, header CRC-32), the JSON header
-        (key, counts, scope ranges, code values, and each array's type, length and offset), then
-        the arrays, raw, each at a 64-byte aligned offset from the first one."""
+        (key, counts, the fts statistics, and each array's type, length and offset: constant
+        size, whatever the corpus), then the arrays, raw, each at a 64-byte aligned offset from the
+        first one: the columns and postings, the ids, metadata, terms and scope keys packed
+        (``_Texts``), the scope ranges and each code column's values (JSON)."""
         arrays = self._arrays()
         layout: dict[str, list[Any]] = {}
         size = 0
@@ -317,10 +372,7 @@ class KeywordIndex:
             size += array.nbytes
         header = json.dumps({
             "format": FORMAT, "key": key, "table": self.table, "n": self.n, "avg_len": self.avg_len,
-            "users": [[u, lo, hi] for u, (lo, hi) in self.user_range.items()],
-            "threads": [[u, t, lo, hi] for (u, t), (lo, hi) in self.thread_range.items()],
-            "codes": {name: list(getattr(self, name).of) for name in _CODE_COLUMNS},
-            "terms": len(self.terms), "arrays": layout, "data_bytes": size, "fts_stats": self.fts_stats,
+            "users": len(self.user_range.keys), "threads": len(self.thread_range.keys), "terms": len(self.terms), "arrays": layout, "data_bytes": size, "fts_stats": self.fts_stats,
         }).encode("utf-8")
         start = _data_start(len(header))
         tmp = path.with_name(f"{path.name}.{uuid.uuid4().hex}.tmp")
@@ -382,6 +434,7 @@ class KeywordIndex:
         """The index over the arrays of a mapped file (``load``), after checking their extents
         and shapes."""
         n, n_terms, data_bytes = int(header["n"]), int(header["terms"]), int(header["data_bytes"])
+        n_users, n_threads = int(header["users"]), int(header["threads"])
         layout: dict[str, list[Any]] = header["arrays"]
 
         def array(name: str, dtypes: tuple[str, ...], length: int | None = None) -> np.ndarray:
@@ -412,9 +465,11 @@ class KeywordIndex:
         return cls(header["table"], {
             "n": n, "rids": texts("rids", n, True), "avg_len": float(header["avg_len"]),
             "norm": array("norm", ("<f8",), n),
-            "user_range": {u: (lo, hi) for u, lo, hi in header["users"]},
-            "thread_range": {(u, t): (lo, hi) for u, t, lo, hi in header["threads"]},
-            **{name: _Codes(codes[name], {v: i for i, v in enumerate(header["codes"][name])}) for name in _CODE_COLUMNS},
+            "user_range": _Ranges(texts("users", n_users, True), array("users.lo", ("<i8",), n_users), array("users.hi", ("<i8",), n_users)),
+            "thread_range": _Ranges(
+                texts("threads", n_threads, True), array("threads.lo", ("<i8",), n_threads), array("threads.hi", ("<i8",), n_threads)
+            ),
+            **{name: _Codes(codes[name], packed=array(f"values_{name}", ("|u1",))) for name in _CODE_COLUMNS},
             "seq": array("seq", ("<i8",), n), "expires": array("expires", ("<i8",), n), "meta": texts("meta", n, False),
             "docs": docs, "tf": tf, "offsets": offsets,
             "terms": texts("terms", n_terms, True),
@@ -456,8 +511,8 @@ class KeywordIndex:
         if flt.user_id is ANY:
             return 0, self.n
         if flt.thread_id is ANY:
-            return self.user_range.get(flt.user_id)
-        return self.thread_range.get((flt.user_id, flt.thread_id))
+            return self.user_range.get(_user_key(flt.user_id))
+        return self.thread_range.get(_thread_key(flt.user_id, flt.thread_id))
 
     def _keep(self, flt: RecordFilter, pos: np.ndarray) -> np.ndarray:
         """Which of ``pos`` pass the filter's conditions other than user/thread scope (handled
