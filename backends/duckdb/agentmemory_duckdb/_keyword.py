@@ -149,6 +149,14 @@ class _Texts:
     def __getitem__(self, i: int) -> str:
         return self.raw(i).decode("utf-8")
 
+    def take(self, indices: np.ndarray) -> list[str]:
+        """Texts ``indices``, decoded together (their offsets read in one numpy gather)."""
+        if not len(indices):
+            return []
+        data = self.data.data
+        starts, ends = self.offsets[indices].tolist(), (self.offsets[indices + 1] - 1).tolist()
+        return [bytes(data[a:b]).decode("utf-8") for a, b in zip(starts, ends)]
+
     def all(self) -> list[str]:
         """Every text, in order (one decode)."""
         return self.data.tobytes().decode("utf-8").split("\x00") if self.count else []
@@ -609,8 +617,7 @@ class KeywordIndex:
             bound = float(np.partition(values, len(values) - k)[len(values) - k]) - _ROUND_MARGIN
             close = np.flatnonzero(values >= bound)
             pos, values = pos[close], values[close]
-        rids = self.rids
-        ranked = sorted((-round(float(v), 6), rids[p], float(v)) for p, v in zip(pos.tolist(), values))
+        ranked = sorted((-round(v, 6), rid, v) for rid, v in zip(self.rids.take(pos), values.tolist()))
         return [(rid, v) for _, rid, v in ranked]
 
     def _ranked_with_metadata(self, pos: np.ndarray, values: np.ndarray, flt: dict[str, Any], k: int) -> list[tuple[str, float]]:

@@ -100,6 +100,7 @@ def test_texts_find_every_text_and_nothing_else() -> None:
     packed = _Texts.pack(texts, sorted_view=True)
     assert len(packed) == len(texts) and packed.all() == texts
     assert [packed[i] for i in range(len(texts))] == texts
+    assert packed.take(np.array([7, 0, 1, 7])) == ["zé", "b", "", "zé"] and packed.take(np.array([], np.int64)) == []
     assert packed.find(texts).tolist() == list(range(len(texts)))
     assert packed.find(["abcdefghijk", "abcdefg", "ü" * 7, "c", "zéa"]).tolist() == [-1] * 5
     assert [texts[i] for i in packed.order.tolist()] == sorted(texts)  # type: ignore[union-attr]
