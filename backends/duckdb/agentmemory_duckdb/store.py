@@ -502,7 +502,12 @@ class DuckDBStore(MemoryStore):
             config["memory_limit"] = str(self._memory_limit)
         target = ":memory:" if self._memory else str(self._path)
         try:
-            return duckdb.connect(target, read_only=self._read_only, config=config)
+            con = duckdb.connect(target, read_only=self._read_only, config=config)
+            # DuckDB draws a progress bar on stdout for a query over 2 s (rebuilding the keyword
+            # postings of 1M records does): a store must not write into its user's output (an
+            # ``agentmemory export`` to stdout, a JSON line a program prints). Cursors inherit it.
+            con.execute("SET enable_progress_bar = false")
+            return con
         except duckdb.Error as exc:
             message = str(exc)
             if "lock" in message.lower():
