@@ -118,13 +118,12 @@ def build(backend: str, n: int, where: Path) -> dict[str, Any]:
     store = ks.open_store(backend, where, fresh=True)
     store.bulk_add(ks.columns(data))
     memory = AgentMemory(store, embedder=HashingEmbedder(ks.DIM))
-    thread = memory.create_thread(thread_id=THREAD, user_id=USER, agent_id="agent")
     topics = ["my sister's wedding in June", "the garden behind the house", "a trip to Lisbon", "learning the cello"]
-    for i in range(20):
-        thread.add_messages([
-            {"role": "user", "content": f"I keep thinking about {topics[i % 4]}; I prefer mornings for it (note {i})."},
-            {"role": "assistant", "content": f"Noted: {topics[i % 4]}, mornings. Anything else about it? ({i})"},
-        ])
+    converse(memory, THREAD, [
+        (f"I keep thinking about {topics[i % 4]}; I prefer mornings for it (note {i}).",
+         f"Noted: {topics[i % 4]}, mornings. Anything else about it? ({i})")
+        for i in range(20)
+    ])
     store.settle()
     memory.close()
     return {"build_s": round(time.perf_counter() - t, 1)}
@@ -139,14 +138,20 @@ def add_second_thread(backend: str, where: Path) -> None:
     from agentmemory import AgentMemory, HashingEmbedder
 
     memory = AgentMemory(ks.open_store(backend, where, fresh=False), embedder=HashingEmbedder(ks.DIM))
-    thread = memory.create_thread(thread_id=OTHER, user_id=USER, agent_id="agent")
     topics = ["the bakery on the corner", "my knee after running", "a new job in Utrecht", "the kids' school play"]
-    for i in range(20):
-        thread.add_messages([
-            {"role": "user", "content": f"Lately I think a lot about {topics[i % 4]}; evenings suit me best (item {i})."},
-            {"role": "assistant", "content": f"Understood: {topics[i % 4]}, evenings. Shall we plan something? ({i})"},
-        ])
+    converse(memory, OTHER, [
+        (f"Lately I think a lot about {topics[i % 4]}; evenings suit me best (item {i}).",
+         f"Understood: {topics[i % 4]}, evenings. Shall we plan something? ({i})")
+        for i in range(20)
+    ])
     memory.close()
+
+
+def converse(memory: Any, thread_id: str, turns: list[tuple[str, str]]) -> None:
+    """A new thread of ``USER`` with ``turns`` of (user, assistant) messages, one call each."""
+    thread = memory.create_thread(thread_id=thread_id, user_id=USER, agent_id="agent")
+    for user, assistant in turns:
+        thread.add_messages([{"role": "user", "content": user}, {"role": "assistant", "content": assistant}])
 
 
 def compile_bytecode(env: dict[str, str]) -> None:

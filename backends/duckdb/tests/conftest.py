@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 from agentmemory_duckdb import DuckDBStore
+from agentmemory_duckdb import _keyword as keyword_module
 
 from agentmemory.records import Record, RecordType
 from agentmemory.spi import NewRecord
@@ -81,3 +82,17 @@ def store(db_path: Path) -> Iterator[DuckDBStore]:
     s = open_store(db_path, auto_index=False)
     yield s
     s.close()
+
+
+@pytest.fixture
+def rebuilds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Records every rebuild of postings from the fts tables."""
+    built: list[str] = []
+    real = keyword_module.KeywordIndex.build.__func__  # type: ignore[attr-defined]
+
+    def build(cls: Any, con: Any, table: str) -> Any:
+        built.append(table)
+        return real(cls, con, table)
+
+    monkeypatch.setattr(keyword_module.KeywordIndex, "build", classmethod(build))
+    return built

@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 import pytest
 from agentmemory_duckdb import DuckDBStore
-from agentmemory_duckdb import _keyword as keyword_module
 
 from agentmemory.spi import RecordFilter, RecordPatch, WriteBatch
 
@@ -35,21 +34,7 @@ def _fill(store: DuckDBStore, h: Any, n: int = 40, start: int = 0) -> None:
     ]))
 
 
-@pytest.fixture
-def no_build(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Records every rebuild of postings from the fts tables."""
-    built: list[str] = []
-    real = keyword_module.KeywordIndex.build.__func__  # type: ignore[attr-defined]
-
-    def build(cls: Any, con: Any, table: str) -> Any:
-        built.append(table)
-        return real(cls, con, table)
-
-    monkeypatch.setattr(keyword_module.KeywordIndex, "build", classmethod(build))
-    return built
-
-
-def test_reopen_reads_the_saved_postings_and_answers_the_same(db_path: Path, h: Any, no_build: list[str]) -> None:
+def test_reopen_reads_the_saved_postings_and_answers_the_same(db_path: Path, h: Any, rebuilds: list[str]) -> None:
     store = h.open_store(db_path, auto_index=False)
     _fill(store, h)
     assert store.build_indexes()["fts"]
@@ -57,17 +42,17 @@ def test_reopen_reads_the_saved_postings_and_answers_the_same(db_path: Path, h: 
     file = store.keyword_index_file
     store.close()
     assert file is not None and file.exists()
-    no_build.clear()
+    rebuilds.clear()
     again = h.open_store(db_path, auto_index=False)
     try:
         assert _hits(again) == want
-        assert no_build == [], "the first keyword search after a reopen rebuilt the postings"
+        assert rebuilds == [], "the first keyword search after a reopen rebuilt the postings"
         # writes after the reopen: the delta and stale rows are merged with the loaded postings
         again.write(WriteBatch(patch=[RecordPatch("d001", content="maya maya csv")], delete=["d002"]))
         _fill(again, h, n=5, start=100)
         fresh = _hits(again)
         assert "d002" not in {rid for hits in fresh for rid, _ in hits}
-        assert no_build == []
+        assert rebuilds == []
     finally:
         again.close()
     # the same writes on a store that never saved postings answer alike
@@ -76,14 +61,14 @@ def test_reopen_reads_the_saved_postings_and_answers_the_same(db_path: Path, h: 
     other = h.open_store(db_path, auto_index=False)
     try:
         assert _hits(other) == fresh
-        assert no_build, "without the file the postings are rebuilt"
+        assert rebuilds, "without the file the postings are rebuilt"
         assert file.exists(), "a rebuild saves the postings for the next open"
     finally:
         other.close()
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "other snapshot"])
-def test_a_file_of_another_snapshot_or_torn_is_not_used(db_path: Path, h: Any, no_build: list[str], damage: str) -> None:
+def test_a_file_of_another_snapshot_or_torn_is_not_used(db_path: Path, h: Any, rebuilds: list[str], damage: str) -> None:
     store = h.open_store(db_path, auto_index=False)
     _fill(store, h)
     store.build_indexes()
@@ -101,16 +86,16 @@ def test_a_file_of_another_snapshot_or_torn_is_not_used(db_path: Path, h: Any, n
         file.write_bytes(file.read_bytes()[: len(file.read_bytes()) // 2])
     else:
         file.write_bytes(old)  # the first snapshot's postings: d003 in them, d05x not
-    no_build.clear()
+    rebuilds.clear()
     again = h.open_store(db_path, auto_index=False)
     try:
         assert _hits(again) == want
-        assert no_build, "a damaged or foreign file must not be used"
+        assert rebuilds, "a damaged or foreign file must not be used"
     finally:
         again.close()
 
 
-def test_read_only_open_uses_the_file_and_never_writes_it(db_path: Path, h: Any, no_build: list[str]) -> None:
+def test_read_only_open_uses_the_file_and_never_writes_it(db_path: Path, h: Any, rebuilds: list[str]) -> None:
     store = h.open_store(db_path, auto_index=False)
     _fill(store, h)
     store.build_indexes()
@@ -119,23 +104,23 @@ def test_read_only_open_uses_the_file_and_never_writes_it(db_path: Path, h: Any,
     file = store.keyword_index_file
     assert file is not None
     stamp = file.stat().st_mtime_ns
-    no_build.clear()
+    rebuilds.clear()
     ro = h.open_store(db_path, read_only=True)
     try:
-        assert _hits(ro) == want and no_build == []
+        assert _hits(ro) == want and rebuilds == []
     finally:
         ro.close()
     file.unlink()
     ro = h.open_store(db_path, read_only=True)
     try:
-        assert _hits(ro) == want and no_build
+        assert _hits(ro) == want and rebuilds
     finally:
         ro.close()
     assert not file.exists(), "a read-only store wrote beside the database"
     assert stamp > 0
 
 
-def test_a_file_from_another_copy_of_the_database_is_not_used(tmp_path: Path, h: Any, no_build: list[str]) -> None:
+def test_a_file_from_another_copy_of_the_database_is_not_used(tmp_path: Path, h: Any, rebuilds: list[str]) -> None:
     """Two copies of one database that went on apart can hold snapshots of the same name: the
     file names its snapshot's watermark and rows too, so one copy never reads the other's."""
     a, b = tmp_path / "a.duckdb", tmp_path / "b.duckdb"
@@ -152,11 +137,11 @@ def test_a_file_from_another_copy_of_the_database_is_not_used(tmp_path: Path, h:
     sa, sb = DuckDBStore(a), DuckDBStore(b)
     assert sa.keyword_index_file is not None and sb.keyword_index_file is not None
     shutil.copy(sa.keyword_index_file, sb.keyword_index_file)  # a's postings beside b
-    no_build.clear()
+    rebuilds.clear()
     again = h.open_store(b, auto_index=False)
     try:
         assert again.info().extra["fts_index"]["rows"] == 43
         assert {rid for hits in _hits(again) for rid, _ in hits} <= {f"d{i:03d}" for i in (*range(40), *range(200, 203))}
-        assert no_build, "another copy's postings were used"
+        assert rebuilds, "another copy's postings were used"
     finally:
         again.close()

@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 import pytest
 from agentmemory_duckdb import DuckDBStore
-from agentmemory_duckdb import _keyword as keyword_module
 from agentmemory_duckdb._keyword import _PREAMBLE, KeywordIndex, _Texts
 
 from agentmemory.records import RecordStatus, RecordType
@@ -78,20 +77,6 @@ def built(tmp_path: Path, h: Any) -> Any:
     assert kw is not None
     yield store, kw, ids
     store.close()
-
-
-@pytest.fixture
-def rebuilds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Records every rebuild of postings from the fts tables."""
-    built: list[str] = []
-    real = keyword_module.KeywordIndex.build.__func__  # type: ignore[attr-defined]
-
-    def build(cls: Any, con: Any, table: str) -> Any:
-        built.append(table)
-        return real(cls, con, table)
-
-    monkeypatch.setattr(keyword_module.KeywordIndex, "build", classmethod(build))
-    return built
 
 
 # ---- the packed texts ----------------------------------------------------------------------------
