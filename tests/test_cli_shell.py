@@ -203,9 +203,13 @@ def test_ctrl_c_is_one_line_and_exit_130(monkeypatch: pytest.MonkeyPatch, capsys
 
 
 def test_ctrl_c_in_a_real_process(tmp_path: Path) -> None:
-    """A real SIGINT while a command runs (the command signals itself, so no timing is guessed)."""
+    """A real SIGINT while a command runs (the command signals itself, so no timing is guessed).
+    The child takes SIGINT as a command run from a terminal does: a test run started in the
+    background (``cmd &`` in a script) passes SIGINT on ignored, and Python then installs no
+    handler, so the signal would never arrive (this failed CI runs started that way)."""
     done = python("""
         import os, signal, sys, time
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         from agentmemory.cli import _register_command_modules, inspect_commands, main
         _register_command_modules()
 
