@@ -42,7 +42,7 @@ import numpy as np
 from agentmemory.bm25 import idf, length_norm, term_score
 from agentmemory.filters import metadata_matches
 from agentmemory.records import RecordStatus, RecordType
-from agentmemory.snapshot_arrays import isin_codes
+from agentmemory.snapshot_arrays import isin_codes, pack_texts
 from agentmemory.spi import ANY, RecordFilter
 
 from ._sql import ident, to_micros
@@ -110,7 +110,7 @@ class _Texts:
     @classmethod
     def pack(cls, texts: list[str], *, sorted_view: bool) -> _Texts:
         """``texts`` packed (with the sorted view when ``sorted_view``)."""
-        data = np.frombuffer("\x00".join(texts).encode("utf-8"), np.uint8)
+        data = pack_texts(texts)
         n = len(texts)
         offsets = np.zeros(n + 1, np.int64)
         if n:
